@@ -1,0 +1,160 @@
+//! Support for the live protocol tests: where the broker is, fresh topics, reading back, and
+//! the Java client as an independent second implementation.
+//!
+//! The tests run against the cluster named by `KAFKA_TEST_URL` (default `127.0.0.1:9092`, the
+//! broker `scripts/kafka up` starts). There is no skipping: a test that finds no broker fails.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use ruststream_kafka::client::{
+    Admin, Client, ClientConfig, IsolationLevel, NewTopic, OffsetSpec, PartitionReader, Record,
+};
+
+/// The bootstrap servers of the cluster under test.
+#[must_use]
+pub fn bootstrap() -> String {
+    std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "127.0.0.1:9092".to_owned())
+}
+
+/// A client connected to the cluster under test; panics (failing the test) when there is none.
+pub async fn client() -> Client {
+    let url = bootstrap();
+    let mut config = ClientConfig::new(&url);
+    config.connect_timeout = Duration::from_secs(10);
+    match Client::connect(config).await {
+        Ok(c) => c,
+        Err(e) => panic!(
+            "no Kafka broker at {url} ({e}); start one with `scripts/kafka up` (live tests never skip)"
+        ),
+    }
+}
+
+/// A topic name no other test uses.
+#[must_use]
+pub fn unique_topic(prefix: &str) -> String {
+    format!("{prefix}-{:016x}", fastrand::u64(..))
+}
+
+/// Creates `name` with `partitions` partitions and the largest replication factor up to 3
+/// that the cluster has brokers for.
+pub async fn create_topic(client: &Client, name: &str, partitions: i32) {
+    let brokers = client.with_metadata(|m| m.brokers.len());
+    let rf = i16::try_from(brokers.clamp(1, 3)).unwrap_or(1);
+    let admin = Admin::new(client.clone());
+    if let Err(e) = admin
+        .create_topics(
+            &[NewTopic::new(name, partitions, rf)],
+            Duration::from_secs(30),
+        )
+        .await
+    {
+        panic!("creating {name}: {e}");
+    }
+}
+
+/// Every committed record of every partition, read from offset 0 up to the current end.
+pub async fn read_all(client: &Client, topic: &str, partitions: i32) -> Vec<Vec<Record>> {
+    let admin = Admin::new(client.clone());
+    let mut out = Vec::new();
+    for p in 0..partitions {
+        let end = match admin
+            .list_offset(topic, p, OffsetSpec::Latest, IsolationLevel::ReadCommitted)
+            .await
+        {
+            Ok((end, _)) => end,
+            Err(e) => panic!("end offset of {topic}-{p}: {e}"),
+        };
+        let reader = PartitionReader::new(client.clone(), topic, p);
+        match reader.read_range(0, end, Duration::from_secs(60)).await {
+            Ok(records) => out.push(records),
+            Err(e) => panic!("reading {topic}-{p}: {e}"),
+        }
+    }
+    out
+}
+
+/// The repository root.
+#[must_use]
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from(".."), PathBuf::from)
+}
+
+/// Runs `scripts/kafka` with `args` and returns its stdout; panics on failure.
+#[must_use]
+pub fn kafka_script(args: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(repo_root().join("scripts/kafka"))
+        .args(args)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) => panic!(
+            "scripts/kafka {args:?} failed: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("running scripts/kafka: {e}"),
+    }
+}
+
+/// Runs the Java interop program (the official Java client) with `args`.
+#[must_use]
+pub fn java_interop(args: &[&str]) -> std::process::Output {
+    static CLASSPATH: OnceLock<String> = OnceLock::new();
+    let classpath = CLASSPATH.get_or_init(|| kafka_script(&["java-classpath"]).trim().to_owned());
+    let out = Command::new("java")
+        .arg("-cp")
+        .arg(classpath)
+        .arg(repo_root().join("scripts/interop/Interop.java"))
+        .args(args)
+        .output();
+    match out {
+        Ok(o) => o,
+        Err(e) => panic!("running java: {e}"),
+    }
+}
+
+/// Lower-case hex of `bytes`, or `-` for none (the interop program's notation).
+#[must_use]
+pub fn hex(bytes: Option<&[u8]>) -> String {
+    use std::fmt::Write;
+    match bytes {
+        None => "-".to_owned(),
+        Some(b) => b
+            .iter()
+            .fold(String::with_capacity(b.len() * 2), |mut s, x| {
+                let _ = write!(s, "{x:02x}");
+                s
+            }),
+    }
+}
+
+/// A record in the interop program's one-line notation:
+/// `partition \t offset \t timestamp \t key \t value \t headers`.
+#[must_use]
+pub fn interop_line(partition: i32, r: &Record) -> String {
+    let headers: Vec<String> = r
+        .headers
+        .iter()
+        .map(|h| {
+            format!(
+                "{}={}",
+                String::from_utf8_lossy(&h.key),
+                hex(h.value.as_deref())
+            )
+        })
+        .collect();
+    format!(
+        "{partition}\t{}\t{}\t{}\t{}\t{}",
+        r.offset,
+        r.timestamp,
+        hex(r.key.as_deref()),
+        hex(r.value.as_deref()),
+        headers.join(",")
+    )
+}

@@ -1,0 +1,98 @@
+//! Leader failover on a 3-node cluster (`scripts/kafka up --nodes 3`): the partition leader's
+//! broker is killed and restarted while an idempotent producer writes; every acknowledged
+//! record is read back exactly once and nothing is written twice.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use bytes::Bytes;
+use protocol_tests::{client, create_topic, kafka_script, read_all, unique_topic};
+use ruststream_kafka::client::{Producer, ProducerConfig, ProducerRecord};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
+    let client = client().await;
+    let brokers = client.with_metadata(|m| m.brokers.len());
+    assert_eq!(
+        brokers, 3,
+        "this test needs the 3-node cluster (scripts/kafka up --nodes 3)"
+    );
+    let topic = unique_topic("failover");
+    create_topic(&client, &topic, 3).await;
+    let leader = match client.leader_of(&topic, 0).await {
+        Ok((node, _)) => node,
+        Err(e) => panic!("{e}"),
+    };
+    let config = ProducerConfig {
+        enable_idempotence: true,
+        linger: Duration::from_millis(5),
+        ..ProducerConfig::default()
+    };
+    let producer = match Producer::new(client.clone(), config) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let total = 30_000usize;
+    let mut deliveries = Vec::with_capacity(total);
+    for i in 0..total {
+        if i == total / 3 {
+            eprintln!("killing node {leader}, the leader of {topic}-0");
+            let _ = kafka_script(&["kill", &leader.to_string()]);
+        }
+        if i == 2 * total / 3 {
+            eprintln!("restarting node {leader}");
+            let restart =
+                tokio::task::spawn_blocking(move || kafka_script(&["start", &leader.to_string()]));
+            if let Err(e) = restart.await {
+                panic!("restart: {e}");
+            }
+        }
+        let record = ProducerRecord::new(topic.clone(), Bytes::from(format!("{i}")))
+            .partition((i % 3) as i32);
+        match producer.send(record).await {
+            Ok(d) => deliveries.push((i, d)),
+            Err(e) => panic!("send {i}: {e}"),
+        }
+        if i % 500 == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let mut acknowledged = HashSet::new();
+    let mut failed = 0;
+    for (i, d) in deliveries {
+        match d.await {
+            Ok(_) => {
+                acknowledged.insert(i as i64);
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("record {i} failed: {e}");
+            }
+        }
+    }
+    eprintln!(
+        "acknowledged {}, failed {failed}, retries {}",
+        acknowledged.len(),
+        producer.retries()
+    );
+    let read = read_all(&client, &topic, 3).await;
+    let mut seen = HashSet::new();
+    for (partition, records) in read.iter().enumerate() {
+        let mut last = -1;
+        for r in records {
+            let n: i64 = String::from_utf8_lossy(r.value.as_deref().unwrap_or_default())
+                .parse()
+                .unwrap_or(-1);
+            assert!(seen.insert(n), "record {n} written twice");
+            assert!(n > last, "partition {partition}: {n} after {last}");
+            last = n;
+        }
+    }
+    for n in &acknowledged {
+        assert!(seen.contains(n), "acknowledged record {n} is missing");
+    }
+    assert!(
+        failed == 0,
+        "{failed} records failed although the cluster kept a quorum"
+    );
+}

@@ -1,0 +1,267 @@
+//! Administration: topics and offsets, what tests and the adapter need.
+
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{
+    BrokerId, CreateTopicsRequest, DeleteTopicsRequest, ListOffsetsRequest, TopicName,
+};
+use kafka_protocol::protocol::{StrBytes, VersionRange};
+
+use crate::client::error::{Error, Result};
+use crate::client::reader::IsolationLevel;
+use crate::client::{Client, Metadata};
+
+const CREATE_TOPICS_VERSIONS: VersionRange = VersionRange { min: 2, max: 7 };
+const DELETE_TOPICS_VERSIONS: VersionRange = VersionRange { min: 1, max: 6 };
+const LIST_OFFSETS_VERSIONS: VersionRange = VersionRange { min: 1, max: 8 };
+
+/// A topic to create.
+#[derive(Debug, Clone)]
+pub struct NewTopic {
+    /// Its name.
+    pub name: String,
+    /// Partition count (-1: the broker's `num.partitions`).
+    pub partitions: i32,
+    /// Replication factor (-1: the broker's `default.replication.factor`).
+    pub replication_factor: i16,
+    /// Topic configs (`cleanup.policy`, `message.timestamp.type`, ...).
+    pub configs: Vec<(String, String)>,
+}
+
+impl NewTopic {
+    /// A topic with `partitions` partitions and `replication_factor` replicas.
+    pub fn new(name: impl Into<String>, partitions: i32, replication_factor: i16) -> Self {
+        NewTopic {
+            name: name.into(),
+            partitions,
+            replication_factor,
+            configs: Vec::new(),
+        }
+    }
+
+    /// Adds a topic config.
+    #[must_use]
+    pub fn config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.configs.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// Which offset `ListOffsets` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetSpec {
+    /// The log start offset.
+    Earliest,
+    /// The high watermark (or the last stable offset under `read_committed`).
+    Latest,
+    /// The first offset whose timestamp is at or after the given ms.
+    Timestamp(i64),
+}
+
+/// Administrative operations on a cluster.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    client: Client,
+}
+
+impl Admin {
+    /// Admin operations through `client`.
+    #[must_use]
+    pub fn new(client: Client) -> Self {
+        Admin { client }
+    }
+
+    /// Creates topics and waits until every partition has a leader (or `timeout` passes).
+    /// A topic that already exists fails with `TOPIC_ALREADY_EXISTS`.
+    pub async fn create_topics(&self, topics: &[NewTopic], timeout: Duration) -> Result<()> {
+        let conn = self.client.any_connection().await?;
+        let version = conn.version_of::<CreateTopicsRequest>(CREATE_TOPICS_VERSIONS)?;
+        let request = CreateTopicsRequest::default()
+            .with_timeout_ms(i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX))
+            .with_topics(
+                topics
+                    .iter()
+                    .map(|t| {
+                        CreatableTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(t.name.clone())))
+                            .with_num_partitions(t.partitions)
+                            .with_replication_factor(t.replication_factor)
+                            .with_configs(
+                                t.configs
+                                    .iter()
+                                    .map(|(k, v)| {
+                                        CreatableTopicConfig::default()
+                                            .with_name(StrBytes::from_string(k.clone()))
+                                            .with_value(Some(StrBytes::from_string(v.clone())))
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            );
+        let response = conn
+            .send(&request, version, timeout + self.client.socket_timeout())
+            .await?;
+        for t in &response.topics {
+            if let Some(code) = ResponseError::try_from_code(t.error_code) {
+                return Err(Error::Broker {
+                    code,
+                    context: format!(
+                        "creating topic {}: {}",
+                        t.name.0.as_str(),
+                        t.error_message.as_ref().map_or("", |m| m.as_str())
+                    ),
+                });
+            }
+        }
+        let names: Vec<&str> = topics.iter().map(|t| t.name.as_str()).collect();
+        self.wait_for_leaders(&names, timeout).await
+    }
+
+    /// Waits until the metadata shows every partition of `topics` with a leader.
+    pub async fn wait_for_leaders(&self, topics: &[&str], timeout: Duration) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let _ = self.client.refresh_metadata(topics).await;
+            let ready = self.client.with_metadata(|m: &Metadata| {
+                topics.iter().all(|t| {
+                    m.topics.get(*t).is_some_and(|info| {
+                        !info.partitions.is_empty()
+                            && info
+                                .partitions
+                                .iter()
+                                .all(|p| p.leader >= 0 && m.brokers.contains_key(&p.leader))
+                    })
+                })
+            });
+            if ready {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Error::Timeout(format!("waiting for leaders of {topics:?}")));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Deletes topics. Deleting a topic that does not exist is an error
+    /// (`UNKNOWN_TOPIC_OR_PARTITION`).
+    pub async fn delete_topics(&self, topics: &[&str], timeout: Duration) -> Result<()> {
+        let conn = self.client.any_connection().await?;
+        let version = conn.version_of::<DeleteTopicsRequest>(DELETE_TOPICS_VERSIONS)?;
+        let names: Vec<TopicName> = topics
+            .iter()
+            .map(|t| TopicName(StrBytes::from_string((*t).to_owned())))
+            .collect();
+        let mut request = DeleteTopicsRequest::default()
+            .with_timeout_ms(i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX));
+        if version >= 6 {
+            request = request.with_topics(
+                names
+                    .into_iter()
+                    .map(|n| DeleteTopicState::default().with_name(Some(n)))
+                    .collect(),
+            );
+        } else {
+            request = request.with_topic_names(names);
+        }
+        let response = conn
+            .send(&request, version, timeout + self.client.socket_timeout())
+            .await?;
+        for r in &response.responses {
+            if let Some(code) = ResponseError::try_from_code(r.error_code) {
+                return Err(Error::Broker {
+                    code,
+                    context: format!(
+                        "deleting topic {}",
+                        r.name.as_ref().map_or("?", |n| n.0.as_str())
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The offset of a partition per `spec`, asked of its leader. Returns (offset, timestamp);
+    /// offset -1 when no record has a timestamp that late.
+    pub async fn list_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+    ) -> Result<(i64, i64)> {
+        let mut backoff = self.client.retry_backoff();
+        let mut attempts = 0;
+        loop {
+            match self
+                .list_offset_once(topic, partition, spec, isolation)
+                .await
+            {
+                Err(e) if e.is_retriable() && attempts < 20 => {
+                    attempts += 1;
+                    tokio::time::sleep(backoff.next_delay()).await;
+                    let _ = self.client.refresh_metadata(&[topic]).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn list_offset_once(
+        &self,
+        topic: &str,
+        partition: i32,
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+    ) -> Result<(i64, i64)> {
+        let (leader, epoch) = self.client.leader_of(topic, partition).await?;
+        let timestamp = match spec {
+            OffsetSpec::Earliest => -2,
+            OffsetSpec::Latest => -1,
+            OffsetSpec::Timestamp(t) => t,
+        };
+        let response = self
+            .client
+            .send_to(leader, LIST_OFFSETS_VERSIONS, |_| {
+                ListOffsetsRequest::default()
+                    .with_replica_id(BrokerId(-1))
+                    .with_isolation_level(match isolation {
+                        IsolationLevel::ReadUncommitted => 0,
+                        IsolationLevel::ReadCommitted => 1,
+                    })
+                    .with_topics(vec![
+                        ListOffsetsTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                            .with_partitions(vec![
+                                ListOffsetsPartition::default()
+                                    .with_partition_index(partition)
+                                    .with_current_leader_epoch(epoch)
+                                    .with_timestamp(timestamp),
+                            ]),
+                    ])
+            })
+            .await?;
+        let p = response
+            .topics
+            .iter()
+            .filter(|t| t.name.0.as_str() == topic)
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+            .ok_or_else(|| Error::protocol("ListOffsets response lacks the partition asked for"))?;
+        Error::check(p.error_code, || {
+            format!("listing offsets of {topic}-{partition}")
+        })?;
+        Ok((p.offset, p.timestamp))
+    }
+
+    /// The cluster's brokers, controller and id, fresh from a broker.
+    pub async fn describe_cluster(&self) -> Result<Metadata> {
+        self.client.refresh_metadata(&[]).await?;
+        Ok(self.client.metadata())
+    }
+}

@@ -1,0 +1,203 @@
+//! Typed configuration of the native client.
+//!
+//! Defaults are librdkafka 2.12's, so that a service moving off librdkafka sees the same
+//! timing and limits. The librdkafka property table (names, aliases, validation) lives in the
+//! adapter and builds these structs.
+
+use std::time::Duration;
+
+use crate::client::error::{Error, Result};
+use crate::client::producer::Partitioner;
+use crate::client::records::Codec;
+
+/// Settings shared by every part of a client: where the cluster is and how to talk to it.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// `bootstrap.servers`: `host:port` entries to learn the cluster from.
+    pub bootstrap_servers: Vec<String>,
+    /// `client.id`.
+    pub client_id: String,
+    /// `socket.timeout.ms`: the default time allowed for a request's answer.
+    pub socket_timeout: Duration,
+    /// `socket.connection.setup.timeout.ms`: TCP connect plus version handshake.
+    pub connect_timeout: Duration,
+    /// `reconnect.backoff.ms`: first wait before dialling a broker again.
+    pub reconnect_backoff: Duration,
+    /// `reconnect.backoff.max.ms`: the longest such wait.
+    pub reconnect_backoff_max: Duration,
+    /// `retry.backoff.ms`: first wait before retrying a failed request.
+    pub retry_backoff: Duration,
+    /// `retry.backoff.max.ms`: the longest such wait.
+    pub retry_backoff_max: Duration,
+    /// `topic.metadata.refresh.interval.ms`: periodic metadata refresh of known topics.
+    pub metadata_refresh_interval: Duration,
+    /// `receive.message.max.bytes`: the largest response frame accepted.
+    pub max_response_size: usize,
+    /// `allow.auto.create.topics`: whether metadata lookups may create missing topics (when
+    /// the broker allows it). librdkafka's default is true for producers, false for consumers.
+    pub allow_auto_create_topics: bool,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            bootstrap_servers: Vec::new(),
+            client_id: "rdkafka".to_owned(),
+            socket_timeout: Duration::from_mins(1),
+            connect_timeout: Duration::from_secs(30),
+            reconnect_backoff: Duration::from_millis(100),
+            reconnect_backoff_max: Duration::from_secs(10),
+            retry_backoff: Duration::from_millis(100),
+            retry_backoff_max: Duration::from_secs(1),
+            metadata_refresh_interval: Duration::from_mins(5),
+            max_response_size: 100_000_000,
+            allow_auto_create_topics: true,
+        }
+    }
+}
+
+impl ClientConfig {
+    /// A configuration for the comma-separated `bootstrap.servers` list, librdkafka defaults
+    /// for everything else.
+    #[must_use]
+    pub fn new(bootstrap_servers: &str) -> Self {
+        ClientConfig {
+            bootstrap_servers: bootstrap_servers
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(strip_scheme)
+                .collect(),
+            ..ClientConfig::default()
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.bootstrap_servers.is_empty() {
+            return Err(Error::Config("`bootstrap.servers` is empty".into()));
+        }
+        Ok(())
+    }
+}
+
+fn strip_scheme(s: &str) -> String {
+    // librdkafka accepts `PLAINTEXT://host:port` style entries too.
+    s.split_once("://").map_or(s, |(_, rest)| rest).to_owned()
+}
+
+/// `acks`: how many replicas must have a record before the broker answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acks {
+    /// `acks=0`: the broker sends no answer; delivery reports carry no offset.
+    None,
+    /// `acks=1`: the leader has it.
+    Leader,
+    /// `acks=all` (`-1`): every in-sync replica has it.
+    All,
+}
+
+impl Acks {
+    /// The wire value.
+    #[must_use]
+    pub fn wire(self) -> i16 {
+        match self {
+            Acks::None => 0,
+            Acks::Leader => 1,
+            Acks::All => -1,
+        }
+    }
+}
+
+/// Producer settings, librdkafka's names in the field docs.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    /// `acks` (alias `request.required.acks`); librdkafka's default is all.
+    pub acks: Acks,
+    /// `enable.idempotence`.
+    pub enable_idempotence: bool,
+    /// `linger.ms` (alias `queue.buffering.max.ms`): how long a batch waits for company.
+    pub linger: Duration,
+    /// `batch.size`: the largest batch in bytes.
+    pub batch_size: usize,
+    /// `batch.num.messages`: the most records in one batch.
+    pub batch_num_messages: usize,
+    /// `message.max.bytes`: the largest record (and request) the client builds.
+    pub message_max_bytes: usize,
+    /// `queue.buffering.max.messages`: records waiting in the client at most.
+    pub queue_max_messages: usize,
+    /// `queue.buffering.max.kbytes`: their bytes at most, in KiB.
+    pub queue_max_kbytes: usize,
+    /// `message.timeout.ms` (alias `delivery.timeout.ms`): a record not delivered by then
+    /// fails. Zero means forever.
+    pub message_timeout: Duration,
+    /// `request.timeout.ms`: how long the broker may take to answer a produce.
+    pub request_timeout: Duration,
+    /// `retries` (alias `message.send.max.retries`).
+    pub retries: u32,
+    /// `max.in.flight.requests.per.connection` (alias `max.in.flight`).
+    pub max_in_flight: usize,
+    /// `compression.type` (alias `compression.codec`).
+    pub compression: Codec,
+    /// `compression.level` (-1: the codec's default).
+    pub compression_level: i32,
+    /// `partitioner`.
+    pub partitioner: Partitioner,
+    /// `sticky.partitioning.linger.ms`: how long keyless records stay on one partition.
+    pub sticky_partitioning_linger: Duration,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            acks: Acks::All,
+            enable_idempotence: false,
+            linger: Duration::from_millis(5),
+            batch_size: 1_000_000,
+            batch_num_messages: 10_000,
+            message_max_bytes: 1_000_000,
+            queue_max_messages: 100_000,
+            queue_max_kbytes: 1_048_576,
+            message_timeout: Duration::from_mins(5),
+            request_timeout: Duration::from_secs(30),
+            retries: i32::MAX as u32,
+            max_in_flight: 1_000_000,
+            compression: Codec::None,
+            compression_level: -1,
+            partitioner: Partitioner::ConsistentRandom,
+            sticky_partitioning_linger: Duration::from_millis(10),
+        }
+    }
+}
+
+impl ProducerConfig {
+    /// The number of produce requests per broker connection the producer keeps in flight.
+    #[must_use]
+    pub fn effective_in_flight(&self) -> usize {
+        if self.enable_idempotence {
+            self.max_in_flight.clamp(1, 5)
+        } else {
+            self.max_in_flight.max(1)
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.enable_idempotence {
+            if self.acks != Acks::All {
+                return Err(Error::Config(
+                    "`acks` must be set to `all` when `enable.idempotence` is true".into(),
+                ));
+            }
+            if self.max_in_flight > 5 && self.max_in_flight != 1_000_000 {
+                return Err(Error::Config(
+                    "`max.in.flight` must be set <= 5 when `enable.idempotence` is true".into(),
+                ));
+            }
+        }
+        if self.batch_size == 0 || self.batch_num_messages == 0 {
+            return Err(Error::Config(
+                "`batch.size` and `batch.num.messages` must be > 0".into(),
+            ));
+        }
+        Ok(())
+    }
+}

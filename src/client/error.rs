@@ -1,0 +1,103 @@
+//! The one error type of the native client.
+//!
+//! Every error says what failed and whether trying again can help ([`Error::is_retriable`]):
+//! the producer and metadata layers retry exactly the errors that say so, and surface the rest.
+
+use std::sync::Arc;
+
+pub use kafka_protocol::error::ResponseError;
+
+/// What went wrong in the client.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The broker answered with a Kafka error code.
+    #[error("{context}: broker error {code:?} ({})", code.code())]
+    Broker {
+        /// The error code the broker sent.
+        code: ResponseError,
+        /// What the client was doing.
+        context: String,
+    },
+    /// A socket could not be opened, or broke while in use.
+    #[error("connection to {broker}: {source}")]
+    Io {
+        /// The broker's address.
+        broker: String,
+        /// The underlying I/O error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The broker sent bytes that do not decode as the expected message.
+    #[error("malformed data from the broker: {0}")]
+    Protocol(String),
+    /// No answer came within the allowed time.
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The configuration is invalid; the text names the setting.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A record cannot be sent as it is (too large, unknown partition, ...).
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    /// The broker supports no version of an API that the client needs.
+    #[error("the broker does not support {0}")]
+    Unsupported(String),
+    /// The client, connection or producer has been closed.
+    #[error("closed: {0}")]
+    Closed(String),
+    /// The idempotent or transactional producer hit an error it cannot recover from.
+    #[error("fatal producer error: {0}")]
+    Fatal(String),
+}
+
+impl Error {
+    /// Whether trying the same operation again later can succeed.
+    #[must_use]
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            Error::Broker { code, .. } => code.is_retriable(),
+            Error::Io { .. } | Error::Timeout(_) => true,
+            Error::Protocol(_)
+            | Error::Config(_)
+            | Error::InvalidRecord(_)
+            | Error::Unsupported(_)
+            | Error::Closed(_)
+            | Error::Fatal(_) => false,
+        }
+    }
+
+    /// The Kafka error code, when the broker sent one.
+    #[must_use]
+    pub fn code(&self) -> Option<ResponseError> {
+        match self {
+            Error::Broker { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Turns a response error code into a result; `0` is success.
+    pub fn check(code: i16, context: impl FnOnce() -> String) -> Result<(), Error> {
+        match ResponseError::try_from_code(code) {
+            None => Ok(()),
+            Some(code) => Err(Error::Broker {
+                code,
+                context: context(),
+            }),
+        }
+    }
+
+    pub(crate) fn io(broker: &str, source: std::io::Error) -> Error {
+        Error::Io {
+            broker: broker.to_owned(),
+            source: Arc::new(source),
+        }
+    }
+
+    pub(crate) fn protocol(what: impl std::fmt::Display) -> Error {
+        Error::Protocol(what.to_string())
+    }
+}
+
+/// The client's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

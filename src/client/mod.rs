@@ -1,0 +1,251 @@
+//! The native Kafka client: wire protocol over tokio, with no `RustStream` types.
+//!
+//! [`Client`] owns the connections and the metadata cache and is cheap to clone; the
+//! [`Producer`], [`PartitionReader`] and [`Admin`] are built on one. This module never imports
+//! `ruststream`, so it could be published on its own.
+
+mod admin;
+mod cluster;
+mod config;
+mod error;
+mod net;
+pub mod producer;
+mod reader;
+pub mod records;
+
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{MetadataRequest, TopicName};
+use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
+
+pub use admin::{Admin, NewTopic, OffsetSpec};
+pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
+pub use config::{Acks, ClientConfig, ProducerConfig};
+pub use error::{Error, ResponseError, Result};
+pub use net::{ApiVersions, Backoff, Connection, ConnectionOptions};
+pub use producer::{DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata};
+pub use reader::{FetchedPartition, IsolationLevel, PartitionReader};
+pub use records::{Codec, Header, Record};
+
+use cluster::Connections;
+
+/// A connection to a Kafka cluster: shared connections and the metadata cache.
+///
+/// Cloning is cheap and every clone shares the same connections.
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: ClientConfig,
+    connections: Connections,
+    metadata: RwLock<Metadata>,
+    // Serialises refreshes so that a burst of misses costs one request.
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+/// Metadata request versions whose semantics the client implements.
+const METADATA_VERSIONS: VersionRange = VersionRange { min: 4, max: 12 };
+
+impl Client {
+    /// Connects to the cluster: dials the bootstrap servers until one answers a Metadata
+    /// request, and fills the cache with the brokers.
+    pub async fn connect(config: ClientConfig) -> Result<Client> {
+        config.validate()?;
+        let options = ConnectionOptions {
+            client_id: Some(config.client_id.clone()),
+            connect_timeout: config.connect_timeout,
+            max_response_size: config.max_response_size,
+        };
+        let backoff = Backoff::new(config.reconnect_backoff, config.reconnect_backoff_max);
+        let client = Client {
+            inner: Arc::new(Inner {
+                connections: Connections::new(options, backoff),
+                metadata: RwLock::new(Metadata::default()),
+                refreshing: tokio::sync::Mutex::new(()),
+                config,
+            }),
+        };
+        client.refresh_metadata(&[]).await?;
+        Ok(client)
+    }
+
+    /// The configuration this client was built with.
+    #[must_use]
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    /// A snapshot of the metadata cache.
+    #[must_use]
+    pub fn metadata(&self) -> Metadata {
+        self.inner
+            .metadata
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Runs `f` on the metadata cache without copying it.
+    pub fn with_metadata<T>(&self, f: impl FnOnce(&Metadata) -> T) -> T {
+        f(&self
+            .inner
+            .metadata
+            .read()
+            .unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Asks the cluster about `topics` (only the brokers when empty) and updates the cache.
+    ///
+    /// Tries each known broker, then each bootstrap server, until one answers.
+    pub async fn refresh_metadata(&self, topics: &[&str]) -> Result<()> {
+        self.fetch_metadata(Some(topics), self.inner.config.allow_auto_create_topics)
+            .await
+    }
+
+    /// Asks the cluster about every topic and replaces the cached topic list.
+    pub async fn refresh_all_metadata(&self) -> Result<()> {
+        self.fetch_metadata(None, false).await
+    }
+
+    async fn fetch_metadata(&self, topics: Option<&[&str]>, auto_create: bool) -> Result<()> {
+        let _turn = self.inner.refreshing.lock().await;
+        let mut last_error = None;
+        for address in self.candidate_addresses() {
+            let conn = match self.inner.connections.get(&address).await {
+                Ok(c) => c,
+                Err(e) => {
+                    last_error = Some(e);
+                    continue;
+                }
+            };
+            let version = conn.version_of::<MetadataRequest>(METADATA_VERSIONS)?;
+            let request = MetadataRequest::default()
+                .with_topics(topics.map(|names| {
+                    names
+                        .iter()
+                        .map(|n| {
+                            MetadataRequestTopic::default()
+                                .with_name(Some(TopicName(StrBytes::from_string((*n).to_owned()))))
+                        })
+                        .collect()
+                }))
+                .with_allow_auto_topic_creation(auto_create);
+            match conn
+                .send(&request, version, self.inner.config.socket_timeout)
+                .await
+            {
+                Ok(response) => {
+                    let mut cache = self
+                        .inner
+                        .metadata
+                        .write()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    return cache.merge(response, topics.is_none());
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Error::Closed("no broker to ask for metadata".into())))
+    }
+
+    fn candidate_addresses(&self) -> Vec<String> {
+        let mut known: Vec<String> =
+            self.with_metadata(|m| m.brokers.values().map(BrokerInfo::address).collect());
+        fastrand::shuffle(&mut known);
+        for b in &self.inner.config.bootstrap_servers {
+            if !known.contains(b) {
+                known.push(b.clone());
+            }
+        }
+        known
+    }
+
+    /// The connection to broker `node`.
+    pub async fn connection(&self, node: i32) -> Result<Arc<Connection>> {
+        let address = self
+            .with_metadata(|m| m.address_of(node))
+            .ok_or_else(|| Error::Closed(format!("broker {node} is not in the metadata")))?;
+        self.inner.connections.get(&address).await
+    }
+
+    /// A connection to any broker that answers (for requests any broker can serve).
+    pub async fn any_connection(&self) -> Result<Arc<Connection>> {
+        let mut last_error = None;
+        for address in self.candidate_addresses() {
+            match self.inner.connections.get(&address).await {
+                Ok(c) => return Ok(c),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Error::Closed("no broker reachable".into())))
+    }
+
+    /// Sends `request` to broker `node`, at the highest version within `ours` both speak.
+    pub async fn send_to<R: Request>(
+        &self,
+        node: i32,
+        ours: VersionRange,
+        request: impl FnOnce(i16) -> R,
+    ) -> Result<R::Response> {
+        let conn = self.connection(node).await?;
+        let version = conn.version_of::<R>(ours)?;
+        conn.send(&request(version), version, self.inner.config.socket_timeout)
+            .await
+    }
+
+    /// The leader of a partition, looking the topic up when the cache lacks it.
+    pub async fn leader_of(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
+        if let Some(l) = self.with_metadata(|m| m.leader(topic, partition)) {
+            return Ok(l);
+        }
+        self.refresh_metadata(&[topic]).await?;
+        self.with_metadata(|m| m.leader(topic, partition))
+            .ok_or_else(|| Error::Broker {
+                code: ResponseError::LeaderNotAvailable,
+                context: format!("no leader for {topic}-{partition}"),
+            })
+    }
+
+    /// The topic's description, looking it up when the cache lacks it.
+    pub async fn topic(&self, topic: &str) -> Result<Arc<TopicInfo>> {
+        if let Some(t) = self.with_metadata(|m| m.topics.get(topic).cloned()) {
+            return Ok(t);
+        }
+        self.refresh_metadata(&[topic]).await?;
+        self.with_metadata(|m| m.topics.get(topic).cloned())
+            .ok_or_else(|| Error::Broker {
+                code: ResponseError::UnknownTopicOrPartition,
+                context: format!("topic {topic}"),
+            })
+    }
+
+    /// The retry backoff this client uses.
+    #[must_use]
+    pub fn retry_backoff(&self) -> Backoff {
+        Backoff::new(
+            self.inner.config.retry_backoff,
+            self.inner.config.retry_backoff_max,
+        )
+    }
+
+    /// Drops the connection to `node` so that the next request dials again.
+    pub async fn disconnect(&self, node: i32) {
+        if let Some(address) = self.with_metadata(|m| m.address_of(node)) {
+            self.inner.connections.discard(&address).await;
+        }
+    }
+
+    /// Closes every connection; requests in flight fail.
+    pub fn close(&self) {
+        self.inner.connections.close_all();
+    }
+
+    pub(crate) fn socket_timeout(&self) -> Duration {
+        self.inner.config.socket_timeout
+    }
+}

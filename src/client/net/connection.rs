@@ -1,0 +1,442 @@
+//! One connection to one broker, shared by every user of a client.
+//!
+//! Requests are pipelined: each caller gets a correlation id and a slot in the pending table,
+//! hands its encoded frame to the writer task and waits for the reader task to route the
+//! answer back. Callers never touch the socket, so dropping a caller's future mid-request can
+//! never leave half a frame on the wire: the connection stays usable for everybody else.
+//!
+//! Every frame the broker sends is length-checked against `max_response_size` before a byte
+//! of it is allocated, and every response decodes against the version we asked for. A broken
+//! socket, an oversized frame or an unknown correlation id closes the connection and fails
+//! every request waiting on it, so nobody waits forever.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader};
+use kafka_protocol::protocol::{
+    Decodable, Encodable, HeaderVersion, Request, StrBytes, VersionRange,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::versions::ApiVersions;
+use crate::client::error::{Error, Result};
+
+/// How a connection behaves.
+#[derive(Debug, Clone)]
+pub struct ConnectionOptions {
+    /// `client.id`, sent in every request header.
+    pub client_id: Option<String>,
+    /// How long to wait for a TCP connect (and the version handshake).
+    pub connect_timeout: Duration,
+    /// The largest response frame accepted (librdkafka's `receive.message.max.bytes`).
+    pub max_response_size: usize,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        ConnectionOptions {
+            client_id: Some("rdkafka".to_owned()),
+            connect_timeout: Duration::from_secs(30),
+            max_response_size: 100_000_000,
+        }
+    }
+}
+
+struct Pending {
+    tx: oneshot::Sender<Result<Bytes>>,
+    // Whether the response header carries tagged fields (flexible header v1).
+    flexible_header: bool,
+}
+
+type PendingTable = Arc<Mutex<HashMap<i32, Pending>>>;
+
+/// A live connection to one broker.
+pub struct Connection {
+    address: String,
+    client_id: Option<StrBytes>,
+    frames: mpsc::Sender<Bytes>,
+    pending: PendingTable,
+    next_correlation: AtomicI32,
+    closed: Arc<AtomicBool>,
+    versions: ApiVersions,
+    reader: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("address", &self.address)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.reader.abort();
+        fail_all(&self.pending, &self.address, "connection dropped");
+    }
+}
+
+impl Connection {
+    /// Opens a TCP connection to `address` (`host:port`) and negotiates API versions.
+    pub async fn connect(address: &str, options: &ConnectionOptions) -> Result<Connection> {
+        let stream = tokio::time::timeout(options.connect_timeout, TcpStream::connect(address))
+            .await
+            .map_err(|_| Error::Timeout(format!("connecting to {address}")))?
+            .map_err(|e| Error::io(address, e))?;
+        // Small requests (heartbeats, acks) must not wait for Nagle.
+        stream
+            .set_nodelay(true)
+            .map_err(|e| Error::io(address, e))?;
+        Self::over(stream, address, options).await
+    }
+
+    /// Runs the protocol over an already open byte stream (TCP, TLS, or an in-memory pipe).
+    pub async fn over<S>(
+        stream: S,
+        address: &str,
+        options: &ConnectionOptions,
+    ) -> Result<Connection>
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read_half, write_half) = tokio::io::split(stream);
+        let pending: PendingTable = Arc::new(Mutex::new(HashMap::new()));
+        let closed = Arc::new(AtomicBool::new(false));
+        let (frames, frames_rx) = mpsc::channel::<Bytes>(256);
+        tokio::spawn(write_frames(
+            write_half,
+            frames_rx,
+            closed.clone(),
+            pending.clone(),
+            address.to_owned(),
+        ));
+        let reader = tokio::spawn(read_frames(
+            read_half,
+            pending.clone(),
+            closed.clone(),
+            address.to_owned(),
+            options.max_response_size,
+        ));
+        let mut connection = Connection {
+            address: address.to_owned(),
+            client_id: options.client_id.clone().map(StrBytes::from_string),
+            frames,
+            pending,
+            next_correlation: AtomicI32::new(0),
+            closed,
+            versions: ApiVersions::default(),
+            reader,
+        };
+        let handshake = connection.handshake();
+        connection.versions = tokio::time::timeout(options.connect_timeout, handshake)
+            .await
+            .map_err(|_| Error::Timeout(format!("ApiVersions handshake with {address}")))??;
+        Ok(connection)
+    }
+
+    async fn handshake(&self) -> Result<ApiVersions> {
+        let request = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("ruststream-kafka"))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let timeout = Duration::from_secs(30);
+        let response: ApiVersionsResponse = self.send(&request, 3, timeout).await?;
+        if response.error_code == 35 {
+            // UNSUPPORTED_VERSION: the broker answered in v0 with what it does speak.
+            let fallback: ApiVersionsResponse = self
+                .send(&ApiVersionsRequest::default(), 0, timeout)
+                .await?;
+            Error::check(fallback.error_code, || {
+                format!("ApiVersions with {}", self.address)
+            })?;
+            return Ok(ApiVersions::from_response(&fallback));
+        }
+        Error::check(response.error_code, || {
+            format!("ApiVersions with {}", self.address)
+        })?;
+        Ok(ApiVersions::from_response(&response))
+    }
+
+    /// The broker's address, as dialled.
+    #[must_use]
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Whether the socket has failed or been closed; a closed connection fails every request.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// The versions the broker announced.
+    #[must_use]
+    pub fn versions(&self) -> &ApiVersions {
+        &self.versions
+    }
+
+    /// The highest version of `R` that both sides speak, within `ours`.
+    pub fn version_of<R: Request>(&self, ours: VersionRange) -> Result<i16> {
+        let key = ApiKey::try_from(R::KEY)
+            .map_err(|()| Error::Unsupported(format!("API key {}", R::KEY)))?;
+        self.versions.pick(key, ours.intersect(&R::VERSIONS))
+    }
+
+    /// Sends `request` at `version` and waits up to `timeout` for its response.
+    ///
+    /// Cancel safety: dropping the returned future abandons the answer but leaves the
+    /// connection intact; the request itself may still reach the broker.
+    pub async fn send<R: Request>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response> {
+        let (correlation, rx) = self.submit(request, version, true).await?;
+        let Some(rx) = rx else {
+            return Err(Error::protocol("no response slot"));
+        };
+        let mut body = match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer?,
+            Ok(Err(_)) => return Err(Error::Closed(format!("connection to {}", self.address))),
+            Err(_) => {
+                // A late answer would arrive out of any order the caller can reason about (an
+                // idempotent producer's retry in particular), so the socket is given up.
+                self.close(&format!("request {correlation} timed out"));
+                return Err(Error::Timeout(format!(
+                    "{:?} v{version} to {} after {timeout:?}",
+                    ApiKey::try_from(R::KEY).ok(),
+                    self.address
+                )));
+            }
+        };
+        R::Response::decode(&mut body, version).map_err(|e| {
+            Error::protocol(format_args!(
+                "{:?} v{version} response from {}: {e}",
+                ApiKey::try_from(R::KEY).ok(),
+                self.address
+            ))
+        })
+    }
+
+    /// Sends a request for which the broker sends no answer (a Produce with `acks=0`).
+    pub async fn send_without_response<R: Request>(&self, request: &R, version: i16) -> Result<()> {
+        self.submit(request, version, false).await.map(|_| ())
+    }
+
+    async fn submit<R: Request>(
+        &self,
+        request: &R,
+        version: i16,
+        expect_response: bool,
+    ) -> Result<(i32, Option<oneshot::Receiver<Result<Bytes>>>)> {
+        if self.is_closed() {
+            return Err(Error::Closed(format!("connection to {}", self.address)));
+        }
+        let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed) & i32::MAX;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation)
+            .with_client_id(self.client_id.clone());
+        let header_version = <R as HeaderVersion>::header_version(version);
+        let encode_error =
+            |e: anyhow::Error| Error::InvalidRecord(format!("encoding request: {e}"));
+        let size = header.compute_size(header_version).map_err(encode_error)?
+            + request.compute_size(version).map_err(encode_error)?;
+        let length =
+            i32::try_from(size).map_err(|_| Error::InvalidRecord("request too large".into()))?;
+        let mut frame = BytesMut::with_capacity(size + 4);
+        frame.put_i32(length);
+        header
+            .encode(&mut frame, header_version)
+            .map_err(encode_error)?;
+        request.encode(&mut frame, version).map_err(encode_error)?;
+
+        let rx = if expect_response {
+            let (tx, rx) = oneshot::channel();
+            let flexible_header = <R::Response as HeaderVersion>::header_version(version) >= 1;
+            lock(&self.pending).insert(
+                correlation,
+                Pending {
+                    tx,
+                    flexible_header,
+                },
+            );
+            Some(rx)
+        } else {
+            None
+        };
+        if self.frames.send(frame.freeze()).await.is_err() {
+            lock(&self.pending).remove(&correlation);
+            return Err(Error::Closed(format!("connection to {}", self.address)));
+        }
+        Ok((correlation, rx))
+    }
+
+    /// Closes the connection, failing every request in flight on it.
+    pub fn close(&self, why: &str) {
+        self.closed.store(true, Ordering::Release);
+        self.reader.abort();
+        fail_all(&self.pending, &self.address, why);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the table cannot leave it half-updated (single inserts/removes).
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn fail_all(pending: &PendingTable, address: &str, why: &str) {
+    let drained: Vec<Pending> = lock(pending).drain().map(|(_, p)| p).collect();
+    for p in drained {
+        let _ = p.tx.send(Err(Error::io(
+            address,
+            std::io::Error::new(std::io::ErrorKind::ConnectionAborted, why.to_owned()),
+        )));
+    }
+}
+
+async fn write_frames<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut frames: mpsc::Receiver<Bytes>,
+    closed: Arc<AtomicBool>,
+    pending: PendingTable,
+    address: String,
+) {
+    let mut writer = BufWriter::with_capacity(64 * 1024, writer);
+    let outcome: std::io::Result<()> = async {
+        while let Some(frame) = frames.recv().await {
+            writer.write_all(&frame).await?;
+            // Coalesce whatever else is already queued into the same flush.
+            while let Ok(more) = frames.try_recv() {
+                writer.write_all(&more).await?;
+            }
+            writer.flush().await?;
+        }
+        writer.shutdown().await
+    }
+    .await;
+    closed.store(true, Ordering::Release);
+    let why = match outcome {
+        Ok(()) => "connection closed".to_owned(),
+        Err(e) => format!("write failed: {e}"),
+    };
+    fail_all(&pending, &address, &why);
+}
+
+async fn read_frames<R: AsyncRead + Unpin>(
+    reader: R,
+    pending: PendingTable,
+    closed: Arc<AtomicBool>,
+    address: String,
+    max_response_size: usize,
+) {
+    let mut reader = tokio::io::BufReader::with_capacity(64 * 1024, reader);
+    let why = loop {
+        let length = match reader.read_i32().await {
+            Ok(n) => n,
+            Err(e) => break format!("read failed: {e}"),
+        };
+        let Ok(length) = usize::try_from(length) else {
+            break format!("negative frame length {length}");
+        };
+        if !(4..=max_response_size).contains(&length) {
+            break format!("frame of {length} bytes (limit {max_response_size})");
+        }
+        let mut frame = BytesMut::zeroed(length);
+        if let Err(e) = reader.read_exact(&mut frame).await {
+            break format!("read failed: {e}");
+        }
+        let mut frame = frame.freeze();
+        let correlation = frame.get_i32();
+        let Some(slot) = lock(&pending).remove(&correlation) else {
+            break format!("response for unknown correlation id {correlation}");
+        };
+        let body = if slot.flexible_header {
+            skip_tagged_fields(frame)
+        } else {
+            Ok(frame)
+        };
+        let _ = slot.tx.send(body);
+    };
+    closed.store(true, Ordering::Release);
+    tracing::debug!(broker = %address, reason = %why, "connection closed");
+    fail_all(&pending, &address, &why);
+}
+
+fn skip_tagged_fields(mut frame: Bytes) -> Result<Bytes> {
+    let count = read_unsigned_varint(&mut frame)?;
+    for _ in 0..count {
+        let _tag = read_unsigned_varint(&mut frame)?;
+        let size = read_unsigned_varint(&mut frame)? as usize;
+        if frame.remaining() < size {
+            return Err(Error::protocol("truncated tagged field in response header"));
+        }
+        frame.advance(size);
+    }
+    Ok(frame)
+}
+
+fn read_unsigned_varint(buf: &mut Bytes) -> Result<u32> {
+    let mut value: u32 = 0;
+    for i in 0..5 {
+        if !buf.has_remaining() {
+            return Err(Error::protocol("truncated varint"));
+        }
+        let b = buf.get_u8();
+        value |= u32::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(Error::protocol("varint longer than 5 bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagged_header_fields_are_skipped_and_bounded() {
+        let frame = Bytes::from_static(&[1, 7, 2, 0xaa, 0xbb, 9]);
+        assert_eq!(
+            skip_tagged_fields(frame).ok(),
+            Some(Bytes::from_static(&[9]))
+        );
+        let truncated = Bytes::from_static(&[1, 7, 50, 0xaa]);
+        assert!(skip_tagged_fields(truncated).is_err());
+        let endless = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        assert!(skip_tagged_fields(endless).is_err());
+    }
+
+    #[tokio::test]
+    async fn an_oversized_frame_closes_the_connection_without_allocating_it() {
+        let (client, mut server) = tokio::io::duplex(1024);
+        let options = ConnectionOptions {
+            max_response_size: 1024,
+            connect_timeout: Duration::from_secs(5),
+            ..ConnectionOptions::default()
+        };
+        let server_task = tokio::spawn(async move {
+            // Read the ApiVersions request, answer with a frame claiming 2 GiB.
+            let mut len = [0u8; 4];
+            server.read_exact(&mut len).await.ok();
+            let mut req = vec![0u8; i32::from_be_bytes(len) as usize];
+            server.read_exact(&mut req).await.ok();
+            server.write_all(&i32::MAX.to_be_bytes()).await.ok();
+            server
+        });
+        let outcome = Connection::over(client, "test", &options).await;
+        assert!(matches!(outcome, Err(Error::Io { .. })), "{outcome:?}");
+        drop(server_task.await);
+    }
+}

@@ -1,0 +1,9 @@
+//! Talking to brokers: one multiplexed connection per broker, version negotiation, backoff.
+
+mod backoff;
+mod connection;
+mod versions;
+
+pub use backoff::Backoff;
+pub use connection::{Connection, ConnectionOptions};
+pub use versions::ApiVersions;

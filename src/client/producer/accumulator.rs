@@ -1,0 +1,428 @@
+//! The accumulator: per-partition queues of batches, shared by callers and the sender.
+//!
+//! Callers append under one short lock and wake the sender only when there is something new
+//! for it to schedule (a batch opened or closed), so a busy producer costs few wake-ups per
+//! record. Queue space is reserved before a record enters and released when its delivery is
+//! settled, which is what bounds the producer's memory.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+use super::{DeliveryFuture, ProducerRecord, RecordMetadata};
+use crate::client::Client;
+use crate::client::config::ProducerConfig;
+use crate::client::error::{Error, Result};
+use crate::client::records::{BATCH_HEADER_SIZE, BatchBuilder};
+
+/// One record's pending delivery report.
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub tx: oneshot::Sender<Result<RecordMetadata>>,
+    pub timestamp: i64,
+    pub bytes: usize,
+}
+
+/// A batch that takes records.
+#[derive(Debug)]
+pub(super) struct OpenBatch {
+    pub builder: BatchBuilder,
+    pub deliveries: Vec<Pending>,
+    pub created: Instant,
+}
+
+/// A batch that takes no more records and waits to be sent (or sent again).
+#[derive(Debug)]
+pub(super) struct ClosedBatch {
+    pub topic: Arc<str>,
+    pub partition: i32,
+    pub builder: BatchBuilder,
+    pub deliveries: Vec<Pending>,
+    pub created: Instant,
+    /// The encoded batch, once the producer state it carries is fixed.
+    pub encoded: Option<Bytes>,
+    /// Its base sequence, once assigned (idempotence).
+    pub sequence: Option<i32>,
+    /// The producer epoch it was encoded with.
+    pub epoch: i16,
+    pub attempts: u32,
+    /// A send of it failed in a way that leaves unknown whether the broker wrote it.
+    pub maybe_written: bool,
+}
+
+impl ClosedBatch {
+    pub fn count(&self) -> i32 {
+        self.builder.count()
+    }
+}
+
+/// One partition's queue.
+#[derive(Debug, Default)]
+pub(super) struct PartitionQueue {
+    pub open: Option<OpenBatch>,
+    pub ready: VecDeque<ClosedBatch>,
+    pub in_flight: usize,
+    pub next_sequence: i32,
+    /// No new send until this instant (retry backoff).
+    pub retry_at: Option<Instant>,
+    /// A send failed while others were in flight: wait for all of them before resending, so
+    /// that retries go out in sequence order.
+    pub draining: bool,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct TopicQueues {
+    pub partitions: Vec<PartitionQueue>,
+    pub sticky: Option<(i32, Instant)>,
+}
+
+#[derive(Debug)]
+pub(super) struct State {
+    pub topics: HashMap<Arc<str>, TopicQueues>,
+    pub queued_messages: usize,
+    pub queued_bytes: usize,
+    /// Callers currently waiting in `flush`: linger is ignored while any are.
+    pub flushing: usize,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// An epoch bump is due before the next send (idempotence).
+    pub bump_needed: bool,
+    pub fatal: Option<Error>,
+}
+
+/// What the callers and the sender task share.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub client: Client,
+    pub config: ProducerConfig,
+    state: Mutex<State>,
+    /// Wakes the sender.
+    pub wake: Notify,
+    /// Wakes callers waiting for queue space or for a flush to finish.
+    pub settled: Notify,
+    pub closed: AtomicBool,
+    /// Batches sent again after a failure (a counter for users and tests).
+    pub retries: AtomicU64,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl Shared {
+    pub fn new(client: Client, config: ProducerConfig) -> Self {
+        Shared {
+            client,
+            config,
+            state: Mutex::new(State {
+                topics: HashMap::new(),
+                queued_messages: 0,
+                queued_bytes: 0,
+                flushing: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                bump_needed: false,
+                fatal: None,
+            }),
+            wake: Notify::new(),
+            settled: Notify::new(),
+            closed: AtomicBool::new(false),
+            retries: AtomicU64::new(0),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn outstanding(&self) -> usize {
+        self.lock().queued_messages
+    }
+
+    pub fn producer_id(&self) -> (i64, i16) {
+        let s = self.lock();
+        (s.producer_id, s.producer_epoch)
+    }
+
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
+
+    /// The partition count of `topic`, looking it up (and waiting for it to exist, within the
+    /// message timeout) when needed.
+    async fn partition_count(&self, topic: &str) -> Result<i32> {
+        let deadline = Instant::now() + self.config.message_timeout.min(Duration::from_mins(1));
+        let mut backoff = self.client.retry_backoff();
+        loop {
+            let known = self
+                .client
+                .with_metadata(|m| m.topics.get(topic).map(|t| (t.partitions.len(), t.error)));
+            match known {
+                Some((n, _)) if n > 0 => {
+                    return i32::try_from(n).map_err(|_| Error::protocol("partition count"));
+                }
+                _ => {}
+            }
+            let outcome = self.client.refresh_metadata(&[topic]).await;
+            let after = self
+                .client
+                .with_metadata(|m| m.topics.get(topic).map(|t| (t.partitions.len(), t.error)));
+            if let Some((n, _)) = after
+                && n > 0
+            {
+                continue;
+            }
+            if Instant::now() >= deadline {
+                return Err(match (outcome, after) {
+                    (Err(e), _) => e,
+                    (Ok(()), Some((_, Some(code)))) => Error::Broker {
+                        code,
+                        context: format!("topic {topic}"),
+                    },
+                    _ => Error::Broker {
+                        code: crate::client::ResponseError::UnknownTopicOrPartition,
+                        context: format!("topic {topic}"),
+                    },
+                });
+            }
+            tokio::time::sleep(backoff.next_delay()).await;
+        }
+    }
+
+    fn choose_partition(
+        &self,
+        queues: &mut TopicQueues,
+        record: &ProducerRecord,
+        count: i32,
+    ) -> i32 {
+        if let Some(p) = self
+            .config
+            .partitioner
+            .partition_for(record.key.as_deref(), count)
+        {
+            return p;
+        }
+        // Keyless records stick to one random partition for a while so that batches fill
+        // (librdkafka's sticky.partitioning.linger.ms).
+        let now = Instant::now();
+        match queues.sticky {
+            Some((p, until)) if now < until && p < count => p,
+            _ => {
+                let p = fastrand::i32(0..count.max(1));
+                queues.sticky = Some((p, now + self.config.sticky_partitioning_linger));
+                p
+            }
+        }
+    }
+
+    pub async fn enqueue(
+        &self,
+        record: ProducerRecord,
+        queue_timeout: Option<Duration>,
+    ) -> Result<DeliveryFuture> {
+        if record.topic.is_empty() {
+            return Err(Error::InvalidRecord("empty topic name".into()));
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("producer".into()));
+        }
+        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        let size = BATCH_HEADER_SIZE
+            + BatchBuilder::new(0).size_of_next(
+                timestamp,
+                record.key.as_deref(),
+                record.value.as_deref(),
+                &record.headers,
+            );
+        if size > self.config.message_max_bytes {
+            return Err(Error::InvalidRecord(format!(
+                "record of {size} bytes is too large (message.max.bytes = {})",
+                self.config.message_max_bytes
+            )));
+        }
+        let count = self.partition_count(&record.topic).await?;
+        if let Some(p) = record.partition
+            && (p < 0 || p >= count)
+        {
+            return Err(Error::InvalidRecord(format!(
+                "Unknown partition {p} of topic {} ({count} partitions)",
+                record.topic
+            )));
+        }
+        self.reserve(size, queue_timeout).await?;
+        let (tx, rx) = oneshot::channel();
+        let pending = Pending {
+            tx,
+            timestamp,
+            bytes: size,
+        };
+        let wake = {
+            let mut state = self.lock();
+            if let Some(e) = &state.fatal {
+                let e = e.clone();
+                state.queued_messages -= 1;
+                state.queued_bytes -= size;
+                return Err(e);
+            }
+            let topic: Arc<str> = match state.topics.get_key_value(record.topic.as_str()) {
+                Some((k, _)) => k.clone(),
+                None => Arc::from(record.topic.as_str()),
+            };
+            let queues = state.topics.entry(topic.clone()).or_default();
+            if queues.partitions.len() < count as usize {
+                queues
+                    .partitions
+                    .resize_with(count as usize, PartitionQueue::default);
+            }
+            let partition = match record.partition {
+                Some(p) => p,
+                None => self.choose_partition(queues, &record, count),
+            };
+            let queue = &mut queues.partitions[partition as usize];
+            self.append(queue, &topic, partition, &record, pending, timestamp)
+        };
+        if wake {
+            self.wake.notify_one();
+        }
+        Ok(DeliveryFuture { rx })
+    }
+
+    /// Adds the record to the open batch (closing it first when the record does not fit);
+    /// says whether the sender has something new to look at.
+    fn append(
+        &self,
+        queue: &mut PartitionQueue,
+        topic: &Arc<str>,
+        partition: i32,
+        record: &ProducerRecord,
+        pending: Pending,
+        timestamp: i64,
+    ) -> bool {
+        let limit = self.config.batch_size.min(self.config.message_max_bytes);
+        let mut wake = false;
+        if let Some(open) = &queue.open {
+            let next = open.builder.size_of_next(
+                timestamp,
+                record.key.as_deref(),
+                record.value.as_deref(),
+                &record.headers,
+            );
+            if open.builder.size() + next > limit
+                || open.builder.count() as usize >= self.config.batch_num_messages
+            {
+                close_open(queue, topic, partition);
+                wake = true;
+            }
+        }
+        let open = queue.open.get_or_insert_with(|| {
+            wake = true;
+            OpenBatch {
+                builder: BatchBuilder::new(limit.min(64 * 1024)),
+                deliveries: Vec::new(),
+                created: Instant::now(),
+            }
+        });
+        open.builder.push(
+            timestamp,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &record.headers,
+        );
+        open.deliveries.push(pending);
+        if open.builder.size() >= limit
+            || open.builder.count() as usize >= self.config.batch_num_messages
+        {
+            close_open(queue, topic, partition);
+            wake = true;
+        }
+        wake
+    }
+
+    async fn reserve(&self, size: usize, timeout: Option<Duration>) -> Result<()> {
+        let max_bytes = self.config.queue_max_kbytes.saturating_mul(1024);
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut state = self.lock();
+                // A record larger than the byte budget may still go alone into an empty queue.
+                let fits_bytes =
+                    state.queued_bytes + size <= max_bytes || state.queued_messages == 0;
+                if state.queued_messages < self.config.queue_max_messages && fits_bytes {
+                    state.queued_messages += 1;
+                    state.queued_bytes += size;
+                    return Ok(());
+                }
+            }
+            if self.closed.load(Ordering::Acquire) {
+                return Err(Error::Closed("producer".into()));
+            }
+            match deadline {
+                None => notified.await,
+                Some(d) => {
+                    if tokio::time::timeout_at(d, notified).await.is_err() {
+                        return Err(Error::Timeout(
+                            "local queue full (queue.buffering.max.messages/kbytes)".into(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Settles records: releases their queue space and wakes waiters.
+    pub fn release(&self, state: &mut State, messages: usize, bytes: usize) {
+        state.queued_messages = state.queued_messages.saturating_sub(messages);
+        state.queued_bytes = state.queued_bytes.saturating_sub(bytes);
+        self.settled.notify_waiters();
+    }
+
+    pub async fn flush(&self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        self.lock().flushing += 1;
+        self.wake.notify_one();
+        let left = loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let left = self.lock().queued_messages;
+            if left == 0 {
+                break 0;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                break self.lock().queued_messages;
+            }
+        };
+        let mut state = self.lock();
+        state.flushing = state.flushing.saturating_sub(1);
+        left
+    }
+}
+
+/// Moves the open batch of `queue` to its ready queue.
+pub(super) fn close_open(queue: &mut PartitionQueue, topic: &Arc<str>, partition: i32) {
+    if let Some(open) = queue.open.take() {
+        queue.ready.push_back(ClosedBatch {
+            topic: topic.clone(),
+            partition,
+            builder: open.builder,
+            deliveries: open.deliveries,
+            created: open.created,
+            encoded: None,
+            sequence: None,
+            epoch: -1,
+            attempts: 0,
+            maybe_written: false,
+        });
+    }
+}

@@ -1,0 +1,196 @@
+//! The producer: records in, delivery reports out.
+//!
+//! [`Producer::send`] places a record in its partition's open batch (the accumulator) and
+//! returns a [`DeliveryFuture`]; one sender task per producer closes batches when they are
+//! full or have lingered long enough, sends them to the partition leaders and settles every
+//! record's future with its offset or its error.
+//!
+//! Guarantees:
+//! - The local queue is bounded (`queue.buffering.max.messages` and `.kbytes`): a full queue
+//!   makes `send` wait (or time out, with [`Producer::send_timeout`]); nothing is dropped.
+//! - Every record's future resolves exactly once: delivered, failed, or timed out after
+//!   `message.timeout.ms`.
+//! - With idempotence, batches of a partition carry consecutive sequence numbers, retries keep
+//!   their numbers (so the broker drops duplicates) and go out in order, and at most five
+//!   requests per connection are in flight.
+
+mod accumulator;
+pub mod partitioner;
+mod sender;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+pub use partitioner::Partitioner;
+
+use crate::client::Client;
+use crate::client::config::ProducerConfig;
+use crate::client::error::{Error, Result};
+use crate::client::records::Header;
+use accumulator::Shared;
+
+/// A record to send.
+#[derive(Debug, Clone, Default)]
+pub struct ProducerRecord {
+    /// The destination topic.
+    pub topic: String,
+    /// A fixed partition; `None` lets the partitioner choose.
+    pub partition: Option<i32>,
+    /// The key (`None` is a null key).
+    pub key: Option<Bytes>,
+    /// The value (`None` is a null value).
+    pub value: Option<Bytes>,
+    /// Headers, in order (repeated keys allowed).
+    pub headers: Vec<Header>,
+    /// The timestamp in ms since the epoch; `None` takes the current time.
+    pub timestamp: Option<i64>,
+}
+
+impl ProducerRecord {
+    /// A record for `topic` with `value` and nothing else.
+    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        ProducerRecord {
+            topic: topic.into(),
+            value: Some(value.into()),
+            ..ProducerRecord::default()
+        }
+    }
+
+    /// Sets the key.
+    #[must_use]
+    pub fn key(mut self, key: impl Into<Bytes>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Pins the partition.
+    #[must_use]
+    pub fn partition(mut self, partition: i32) -> Self {
+        self.partition = Some(partition);
+        self
+    }
+
+    /// Adds a header.
+    #[must_use]
+    pub fn header(mut self, key: impl Into<Bytes>, value: Option<Bytes>) -> Self {
+        self.headers.push(Header::new(key, value));
+        self
+    }
+
+    /// Sets the timestamp.
+    #[must_use]
+    pub fn timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+}
+
+/// Where a record landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordMetadata {
+    /// The topic.
+    pub topic: Arc<str>,
+    /// The partition.
+    pub partition: i32,
+    /// The offset; -1 with `acks=0`, where the broker does not say.
+    pub offset: i64,
+    /// The record's timestamp: the broker's log-append time on topics that use it, else
+    /// the creation time sent.
+    pub timestamp: i64,
+}
+
+/// Resolves to a record's delivery report.
+///
+/// Dropping it does not cancel the delivery; the record is still sent.
+#[derive(Debug)]
+pub struct DeliveryFuture {
+    rx: oneshot::Receiver<Result<RecordMetadata>>,
+}
+
+impl Future for DeliveryFuture {
+    type Output = Result<RecordMetadata>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| Err(Error::Closed("producer stopped before delivery".into())))
+        })
+    }
+}
+
+/// A Kafka producer. Cloning shares it.
+#[derive(Debug, Clone)]
+pub struct Producer {
+    shared: Arc<Shared>,
+}
+
+impl Producer {
+    /// A producer on `client`; starts its sender task on the current tokio runtime.
+    pub fn new(client: Client, config: ProducerConfig) -> Result<Producer> {
+        config.validate()?;
+        let shared = Arc::new(Shared::new(client, config));
+        tokio::spawn(sender::run(shared.clone()));
+        Ok(Producer { shared })
+    }
+
+    /// Queues `record`, waiting for queue space as long as it takes, and returns the future of
+    /// its delivery report.
+    ///
+    /// Cancel safety: if this future is dropped before it returns, the record was not queued.
+    pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture> {
+        self.shared.enqueue(record, None).await
+    }
+
+    /// Like [`send`](Self::send), but fails when no queue space frees up within `timeout`.
+    pub async fn send_timeout(
+        &self,
+        record: ProducerRecord,
+        timeout: Duration,
+    ) -> Result<DeliveryFuture> {
+        self.shared.enqueue(record, Some(timeout)).await
+    }
+
+    /// Sends every queued record now (ignoring `linger.ms`) and waits until all are settled
+    /// or `timeout` passes; returns how many were still outstanding then.
+    pub async fn flush(&self, timeout: Duration) -> usize {
+        self.shared.flush(timeout).await
+    }
+
+    /// Records queued or in flight.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.shared.outstanding()
+    }
+
+    /// How many times a batch was sent again after a failed attempt.
+    #[must_use]
+    pub fn retries(&self) -> u64 {
+        self.shared
+            .retries
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The producer id and epoch in use (idempotent producers), `(-1, -1)` otherwise.
+    #[must_use]
+    pub fn producer_id(&self) -> (i64, i16) {
+        self.shared.producer_id()
+    }
+
+    /// Flushes for up to `timeout`, then stops the sender; records still queued fail.
+    /// Returns how many records did not get delivered.
+    pub async fn close(&self, timeout: Duration) -> usize {
+        let left = self.shared.flush(timeout).await;
+        self.shared.close();
+        left
+    }
+
+    /// The client under this producer.
+    #[must_use]
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+}

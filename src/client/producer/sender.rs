@@ -1,0 +1,700 @@
+//! The sender task: turns ready batches into Produce requests and settles their records.
+//!
+//! One task per producer owns the scheduling. It sends at most one batch per partition per
+//! request, respects the per-connection in-flight limit, and keeps the idempotence invariants:
+//! - a batch gets its base sequence when it is first sent and keeps it across retries, so the
+//!   broker recognises a retry of a batch it already wrote (`DUPLICATE_SEQUENCE_NUMBER` or the
+//!   original offsets) and writes nothing twice;
+//! - after a failure, a partition sends nothing new until all of its in-flight batches have
+//!   come back, then resends in sequence order, so the broker never sees a gap;
+//! - when a sequence gap is unavoidable (a batch given up after being sent, or the broker lost
+//!   our producer state), the epoch is bumped with `InitProducerId` once nothing is in flight,
+//!   and sequences restart at zero. Batches whose outcome is unknown at that moment fail rather
+//!   than risk a duplicate under the new epoch.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    InitProducerIdRequest, ProduceRequest, ProduceResponse, ProducerId, TopicName,
+};
+use kafka_protocol::protocol::{StrBytes, VersionRange};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::RecordMetadata;
+use super::accumulator::{ClosedBatch, Shared, State, close_open};
+use crate::client::config::Acks;
+use crate::client::error::{Error, Result};
+use crate::client::records::ProducerState;
+
+/// Produce versions with topic names (v13 moved to topic ids).
+const PRODUCE_VERSIONS: VersionRange = VersionRange { min: 3, max: 12 };
+const INIT_PRODUCER_ID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
+
+enum Event {
+    Produced {
+        node: i32,
+        batches: Vec<ClosedBatch>,
+        result: Result<Option<ProduceResponse>>,
+    },
+    ProducerId(Result<(i64, i16)>),
+    Refreshed,
+}
+
+struct Sender {
+    shared: Arc<Shared>,
+    tasks: JoinSet<Event>,
+    node_in_flight: HashMap<i32, usize>,
+    batches_in_flight: usize,
+    init_in_flight: bool,
+    init_backoff: crate::client::net::Backoff,
+    init_retry_at: Option<Instant>,
+    refresh_in_flight: bool,
+    refresh_topics: HashSet<Arc<str>>,
+    last_refresh: Option<Instant>,
+}
+
+pub(super) async fn run(shared: Arc<Shared>) {
+    let init_backoff = shared.client.retry_backoff();
+    let mut sender = Sender {
+        shared,
+        tasks: JoinSet::new(),
+        node_in_flight: HashMap::new(),
+        batches_in_flight: 0,
+        init_in_flight: false,
+        init_backoff,
+        init_retry_at: None,
+        refresh_in_flight: false,
+        refresh_topics: HashSet::new(),
+        last_refresh: None,
+    };
+    sender.run().await;
+}
+
+impl Sender {
+    fn idempotent(&self) -> bool {
+        self.shared.config.enable_idempotence
+    }
+
+    async fn run(&mut self) {
+        loop {
+            let closing = self.shared.closed.load(Ordering::Acquire);
+            if closing {
+                self.fail_everything(&Error::Closed("producer closed".into()));
+                if self.tasks.is_empty() {
+                    return;
+                }
+            }
+            self.maybe_init_producer_id();
+            let (requests, next_wake) = self.plan(Instant::now(), closing);
+            let sent_any = !requests.is_empty();
+            for (node, batches) in requests {
+                self.dispatch(node, batches);
+            }
+            self.maybe_refresh();
+            if sent_any {
+                // More may be sendable right away (the next batch of a partition).
+                tokio::task::yield_now().await;
+                continue;
+            }
+            let sleep = tokio::time::sleep_until(
+                next_wake.unwrap_or_else(|| Instant::now() + Duration::from_hours(1)),
+            );
+            tokio::select! {
+                () = self.shared.wake.notified() => {}
+                () = sleep => {}
+                Some(joined) = self.tasks.join_next(), if !self.tasks.is_empty() => {
+                    match joined {
+                        Ok(event) => self.handle(event),
+                        Err(e) => tracing::error!(error = %e, "producer request task failed"),
+                    }
+                }
+            }
+        }
+    }
+
+    fn maybe_init_producer_id(&mut self) {
+        if !self.idempotent() || self.init_in_flight {
+            return;
+        }
+        let (pid, epoch, bump) = {
+            let s = self.shared.lock();
+            (s.producer_id, s.producer_epoch, s.bump_needed)
+        };
+        if pid >= 0 && !bump {
+            return;
+        }
+        if bump && self.batches_in_flight > 0 {
+            return; // the bump waits until every outstanding answer is in
+        }
+        if self.init_retry_at.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
+        self.init_in_flight = true;
+        let client = self.shared.client.clone();
+        let timeout = self.shared.config.request_timeout;
+        self.tasks.spawn(async move {
+            let outcome = async {
+                let conn = client.any_connection().await?;
+                let version =
+                    conn.version_of::<InitProducerIdRequest>(INIT_PRODUCER_ID_VERSIONS)?;
+                let mut request =
+                    InitProducerIdRequest::default().with_transaction_timeout_ms(60_000);
+                if pid >= 0 && version >= 3 {
+                    request = request
+                        .with_producer_id(ProducerId(pid))
+                        .with_producer_epoch(epoch);
+                } else {
+                    request = request
+                        .with_producer_id(ProducerId(-1))
+                        .with_producer_epoch(-1);
+                }
+                let response = conn.send(&request, version, timeout).await?;
+                Error::check(response.error_code, || "InitProducerId".to_owned())?;
+                Ok((response.producer_id.0, response.producer_epoch))
+            }
+            .await;
+            Event::ProducerId(outcome)
+        });
+    }
+
+    /// Picks what to send now; returns the requests by leader and when to look again.
+    fn plan(
+        &mut self,
+        now: Instant,
+        closing: bool,
+    ) -> (HashMap<i32, Vec<ClosedBatch>>, Option<Instant>) {
+        let config = &self.shared.config;
+        let idempotent = config.enable_idempotence;
+        let per_connection = config.effective_in_flight();
+        let mut next_wake: Option<Instant> = None;
+        let mut wake_at = |t: Instant| next_wake = Some(next_wake.map_or(t, |w: Instant| w.min(t)));
+        let mut requests: HashMap<i32, Vec<ClosedBatch>> = HashMap::new();
+        let mut expired: Vec<ClosedBatch> = Vec::new();
+        let mut state = self.shared.lock();
+        let flushing = state.flushing > 0 || closing;
+        let producer_ready = !idempotent || (state.producer_id >= 0 && !state.bump_needed);
+        let (pid, epoch) = (state.producer_id, state.producer_epoch);
+        let timeout = config.message_timeout;
+        let mut topics: Vec<Arc<str>> = Vec::new();
+        let mut released = (0usize, 0usize);
+        for (topic, queues) in &mut state.topics {
+            for (p, queue) in queues.partitions.iter_mut().enumerate() {
+                let partition = p as i32;
+                if let Some(open) = &queue.open {
+                    let due = open.created + config.linger;
+                    if flushing || now >= due {
+                        close_open(queue, topic, partition);
+                    } else {
+                        wake_at(due);
+                    }
+                }
+                // Give up on batches that waited past message.timeout.ms.
+                if !timeout.is_zero() {
+                    while queue
+                        .ready
+                        .front()
+                        .is_some_and(|b| now >= b.created + timeout)
+                    {
+                        if let Some(b) = queue.ready.pop_front() {
+                            expired.push(b);
+                        }
+                    }
+                    if let Some(b) = queue.ready.front() {
+                        wake_at(b.created + timeout);
+                    }
+                }
+                if queue.ready.is_empty() || !producer_ready {
+                    continue;
+                }
+                if queue.draining {
+                    if queue.in_flight > 0 {
+                        continue;
+                    }
+                    queue.draining = false;
+                }
+                if let Some(at) = queue.retry_at {
+                    if now < at {
+                        wake_at(at);
+                        continue;
+                    }
+                    queue.retry_at = None;
+                }
+                if idempotent && queue.in_flight >= 5 {
+                    continue;
+                }
+                let leader = self
+                    .shared
+                    .client
+                    .with_metadata(|m| m.leader(topic, partition));
+                let Some((node, _epoch)) = leader else {
+                    topics.push(topic.clone());
+                    continue;
+                };
+                let busy = self.node_in_flight.get(&node).copied().unwrap_or(0)
+                    + requests.get(&node).map_or(0, |_| 1);
+                if busy >= per_connection && !requests.contains_key(&node) {
+                    continue;
+                }
+                let Some(mut batch) = queue.ready.pop_front() else {
+                    continue;
+                };
+                if let Err(e) = prepare(config, queue, &mut batch, pid, epoch) {
+                    fail_batch(&mut released, batch, &e);
+                    continue;
+                }
+                queue.in_flight += 1;
+                requests.entry(node).or_default().push(batch);
+            }
+        }
+        self.refresh_topics.extend(topics);
+        let any_expired_sequenced = expired.iter().any(|b| b.sequence.is_some());
+        for b in expired {
+            let e = Error::Timeout(format!(
+                "Local: Message timed out ({} records for {}-{})",
+                b.count(),
+                b.topic,
+                b.partition
+            ));
+            fail_batch(&mut released, b, &e);
+        }
+        if idempotent && any_expired_sequenced {
+            state.bump_needed = true;
+        }
+        self.shared.release(&mut state, released.0, released.1);
+        drop(state);
+        (requests, next_wake)
+    }
+
+    fn dispatch(&mut self, node: i32, batches: Vec<ClosedBatch>) {
+        *self.node_in_flight.entry(node).or_default() += 1;
+        self.batches_in_flight += batches.len();
+        let client = self.shared.client.clone();
+        let config = &self.shared.config;
+        let acks = config.acks;
+        let timeout = config.request_timeout;
+        self.tasks.spawn(async move {
+            let result = send_produce(&client, node, acks, timeout, &batches).await;
+            Event::Produced {
+                node,
+                batches,
+                result,
+            }
+        });
+    }
+
+    fn maybe_refresh(&mut self) {
+        if self.refresh_in_flight || self.refresh_topics.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let spacing = self.shared.client.config().retry_backoff;
+        let delay = self.last_refresh.map_or(Duration::ZERO, |at| {
+            (at + spacing).saturating_duration_since(now)
+        });
+        self.last_refresh = Some(now + delay);
+        self.refresh_in_flight = true;
+        let topics: Vec<String> = self.refresh_topics.drain().map(|t| t.to_string()).collect();
+        let client = self.shared.client.clone();
+        self.tasks.spawn(async move {
+            tokio::time::sleep(delay).await;
+            let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+            if let Err(e) = client.refresh_metadata(&names).await {
+                tracing::debug!(error = %e, "metadata refresh failed");
+            }
+            Event::Refreshed
+        });
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Refreshed => self.refresh_in_flight = false,
+            Event::ProducerId(outcome) => self.on_producer_id(outcome),
+            Event::Produced {
+                node,
+                batches,
+                result,
+            } => {
+                if let Some(n) = self.node_in_flight.get_mut(&node) {
+                    *n = n.saturating_sub(1);
+                }
+                self.batches_in_flight = self.batches_in_flight.saturating_sub(batches.len());
+                self.on_produced(node, batches, result);
+            }
+        }
+    }
+
+    fn on_producer_id(&mut self, outcome: Result<(i64, i16)>) {
+        self.init_in_flight = false;
+        let mut state = self.shared.lock();
+        match outcome {
+            Ok((pid, epoch)) => {
+                self.init_backoff.reset();
+                self.init_retry_at = None;
+                let bumped = state.producer_id >= 0;
+                tracing::debug!(producer_id = pid, epoch, bumped, "producer id assigned");
+                state.producer_id = pid;
+                state.producer_epoch = epoch;
+                state.bump_needed = false;
+                if bumped {
+                    self.restart_sequences(&mut state);
+                }
+            }
+            Err(e)
+                if e.is_retriable()
+                    || matches!(e.code(), Some(ResponseError::CoordinatorNotAvailable)) =>
+            {
+                tracing::debug!(error = %e, "InitProducerId failed; retrying");
+                self.init_retry_at = Some(Instant::now() + self.init_backoff.next_delay());
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "InitProducerId failed");
+                state.fatal = Some(Error::Fatal(format!("cannot get a producer id: {e}")));
+                drop(state);
+                self.fail_everything(&Error::Fatal(format!("cannot get a producer id: {e}")));
+                return;
+            }
+        }
+        drop(state);
+        self.shared.wake.notify_one();
+    }
+
+    /// After an epoch bump: every partition's sequences start again at zero; batches whose
+    /// outcome is unknown fail instead of being sent again under the new epoch.
+    fn restart_sequences(&self, state: &mut State) {
+        let mut released = (0usize, 0usize);
+        for queues in state.topics.values_mut() {
+            for queue in &mut queues.partitions {
+                queue.next_sequence = 0;
+                let mut keep = std::collections::VecDeque::with_capacity(queue.ready.len());
+                while let Some(mut b) = queue.ready.pop_front() {
+                    if b.maybe_written {
+                        let e = Error::Fatal(format!(
+                            "delivery of {} records to {}-{} is unknown and cannot be retried safely after a producer epoch bump",
+                            b.count(),
+                            b.topic,
+                            b.partition
+                        ));
+                        fail_batch(&mut released, b, &e);
+                    } else {
+                        b.sequence = None;
+                        b.encoded = None;
+                        keep.push_back(b);
+                    }
+                }
+                queue.ready = keep;
+            }
+        }
+        self.shared.release(state, released.0, released.1);
+    }
+
+    fn on_produced(
+        &mut self,
+        node: i32,
+        batches: Vec<ClosedBatch>,
+        result: Result<Option<ProduceResponse>>,
+    ) {
+        let response = match result {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(node, error = %e, "produce request failed");
+                let shared = self.shared.clone();
+                let mut state = shared.lock();
+                for b in batches {
+                    self.retry_or_fail(&mut state, b, &e, true);
+                }
+                drop(state);
+                self.shared.wake.notify_one();
+                return;
+            }
+        };
+        let mut answers: HashMap<(&str, i32), (i16, i64, i64)> = HashMap::new();
+        if let Some(response) = &response {
+            for t in &response.responses {
+                for p in &t.partition_responses {
+                    answers.insert(
+                        (t.name.0.as_str(), p.index),
+                        (p.error_code, p.base_offset, p.log_append_time_ms),
+                    );
+                }
+            }
+        }
+        let shared = self.shared.clone();
+        let mut state = shared.lock();
+        let mut released = (0usize, 0usize);
+        let mut retry = Vec::new();
+        for b in batches {
+            let answer = if response.is_none() {
+                Some((0, -1, -1)) // acks=0: no answer is the answer
+            } else {
+                answers.get(&(b.topic.as_ref(), b.partition)).copied()
+            };
+            let Some((code, base_offset, append_time)) = answer else {
+                retry.push((
+                    b,
+                    Error::protocol("produce response lacks a partition it was sent"),
+                    true,
+                ));
+                continue;
+            };
+            match ResponseError::try_from_code(code) {
+                None | Some(ResponseError::DuplicateSequenceNumber) => {
+                    complete_batch(&mut state, &mut released, b, base_offset, append_time);
+                }
+                Some(code) => {
+                    let e = Error::Broker {
+                        code,
+                        context: format!("producing to {}-{}", b.topic, b.partition),
+                    };
+                    retry.push((b, e, false));
+                }
+            }
+        }
+        for (b, e, unknown) in retry {
+            self.retry_or_fail(&mut state, b, &e, unknown);
+        }
+        self.shared.release(&mut state, released.0, released.1);
+        drop(state);
+        self.shared.wake.notify_one();
+    }
+
+    fn retry_or_fail(
+        &mut self,
+        state: &mut State,
+        mut batch: ClosedBatch,
+        error: &Error,
+        unknown_outcome: bool,
+    ) {
+        let config = &self.shared.config;
+        let idempotent = config.enable_idempotence;
+        if let Some(queue) = queue_of(state, &batch) {
+            queue.in_flight = queue.in_flight.saturating_sub(1);
+        }
+        let code = error.code();
+        let leadership = unknown_outcome
+            || matches!(
+                code,
+                Some(
+                    ResponseError::NotLeaderOrFollower
+                        | ResponseError::LeaderNotAvailable
+                        | ResponseError::UnknownTopicOrPartition
+                        | ResponseError::FencedLeaderEpoch
+                        | ResponseError::UnknownLeaderEpoch
+                        | ResponseError::KafkaStorageError
+                        | ResponseError::NotEnoughReplicas
+                )
+            );
+        let sequence_trouble = idempotent
+            && matches!(
+                code,
+                Some(ResponseError::OutOfOrderSequenceNumber | ResponseError::UnknownProducerId)
+            );
+        let expired = !config.message_timeout.is_zero()
+            && Instant::now() >= batch.created + config.message_timeout;
+        let retriable = error.is_retriable() || sequence_trouble;
+        if !retriable || batch.attempts >= config.retries || expired {
+            if idempotent && batch.sequence.is_some() {
+                state.bump_needed = true;
+            }
+            let mut released = (0usize, 0usize);
+            let e = if expired && retriable {
+                Error::Timeout(format!("Local: Message timed out after {error}"))
+            } else {
+                error.clone()
+            };
+            fail_batch(&mut released, batch, &e);
+            self.shared.release(state, released.0, released.1);
+            return;
+        }
+        if sequence_trouble {
+            // Either an earlier batch of this partition failed too (and this one will follow it
+            // in order), or the broker lost our state: then only a new epoch helps.
+            let earlier_pending =
+                queue_of(state, &batch).is_some_and(|q| q.draining || q.in_flight > 0);
+            if !earlier_pending {
+                state.bump_needed = true;
+            }
+        }
+        if leadership {
+            self.refresh_topics.insert(batch.topic.clone());
+        }
+        batch.attempts += 1;
+        batch.maybe_written |= unknown_outcome;
+        self.shared.retries.fetch_add(1, Ordering::Relaxed);
+        let delay = backoff_for(config_retry(&self.shared), batch.attempts);
+        if let Some(queue) = queue_of(state, &batch) {
+            queue.retry_at = Some(Instant::now() + delay);
+            if idempotent {
+                queue.draining = true;
+                let seq = batch.sequence.unwrap_or(i32::MAX);
+                let at = queue
+                    .ready
+                    .iter()
+                    .position(|b| b.sequence.is_none_or(|s| s > seq))
+                    .unwrap_or(queue.ready.len());
+                queue.ready.insert(at, batch);
+            } else {
+                queue.ready.push_front(batch);
+            }
+        }
+    }
+
+    fn fail_everything(&mut self, error: &Error) {
+        let mut state = self.shared.lock();
+        let mut released = (0usize, 0usize);
+        for queues in state.topics.values_mut() {
+            for (p, queue) in queues.partitions.iter_mut().enumerate() {
+                if let Some(open) = queue.open.take() {
+                    for d in open.deliveries {
+                        released.0 += 1;
+                        released.1 += d.bytes;
+                        let _ = d.tx.send(Err(error.clone()));
+                    }
+                }
+                let _ = p;
+                while let Some(b) = queue.ready.pop_front() {
+                    fail_batch(&mut released, b, error);
+                }
+            }
+        }
+        self.shared.release(&mut state, released.0, released.1);
+    }
+}
+
+fn config_retry(shared: &Shared) -> (Duration, Duration) {
+    let c = shared.client.config();
+    (c.retry_backoff, c.retry_backoff_max)
+}
+
+fn backoff_for((initial, max): (Duration, Duration), attempts: u32) -> Duration {
+    let factor = 1u32 << attempts.min(16);
+    initial.saturating_mul(factor).min(max)
+}
+
+fn queue_of<'a>(
+    state: &'a mut State,
+    batch: &ClosedBatch,
+) -> Option<&'a mut super::accumulator::PartitionQueue> {
+    state
+        .topics
+        .get_mut(&batch.topic)
+        .and_then(|q| q.partitions.get_mut(batch.partition as usize))
+}
+
+fn complete_batch(
+    state: &mut State,
+    released: &mut (usize, usize),
+    batch: ClosedBatch,
+    base_offset: i64,
+    append_time: i64,
+) {
+    if let Some(queue) = queue_of(state, &batch) {
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+    }
+    for (i, d) in batch.deliveries.into_iter().enumerate() {
+        released.0 += 1;
+        released.1 += d.bytes;
+        let offset = if base_offset < 0 {
+            -1
+        } else {
+            base_offset + i as i64
+        };
+        let _ = d.tx.send(Ok(RecordMetadata {
+            topic: batch.topic.clone(),
+            partition: batch.partition,
+            offset,
+            timestamp: if append_time >= 0 {
+                append_time
+            } else {
+                d.timestamp
+            },
+        }));
+    }
+}
+
+/// Fixes the batch's sequence (first send, or first send in a new epoch) and encodes it.
+fn prepare(
+    config: &crate::client::config::ProducerConfig,
+    queue: &mut super::accumulator::PartitionQueue,
+    batch: &mut ClosedBatch,
+    pid: i64,
+    epoch: i16,
+) -> Result<()> {
+    let producer = if config.enable_idempotence {
+        if batch.sequence.is_none() || batch.epoch != epoch {
+            batch.sequence = Some(queue.next_sequence);
+            queue.next_sequence = queue.next_sequence.wrapping_add(batch.count()) & i32::MAX;
+            batch.encoded = None;
+        }
+        batch.epoch = epoch;
+        ProducerState {
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: batch.sequence.unwrap_or(-1),
+            transactional: false,
+        }
+    } else {
+        ProducerState::NONE
+    };
+    if batch.encoded.is_none() {
+        batch.encoded = Some(batch.builder.build(
+            config.compression,
+            config.compression_level,
+            producer,
+        )?);
+    }
+    Ok(())
+}
+
+fn fail_batch(released: &mut (usize, usize), batch: ClosedBatch, error: &Error) {
+    for d in batch.deliveries {
+        released.0 += 1;
+        released.1 += d.bytes;
+        let _ = d.tx.send(Err(error.clone()));
+    }
+}
+
+async fn send_produce(
+    client: &crate::client::Client,
+    node: i32,
+    acks: Acks,
+    timeout: Duration,
+    batches: &[ClosedBatch],
+) -> Result<Option<ProduceResponse>> {
+    let conn = client.connection(node).await?;
+    let version = conn.version_of::<ProduceRequest>(PRODUCE_VERSIONS)?;
+    let mut topics: Vec<TopicProduceData> = Vec::new();
+    for b in batches {
+        let data = PartitionProduceData::default()
+            .with_index(b.partition)
+            .with_records(Some(b.encoded.clone().unwrap_or_else(Bytes::new)));
+        match topics
+            .iter_mut()
+            .find(|t| t.name.0.as_str() == b.topic.as_ref())
+        {
+            Some(t) => t.partition_data.push(data),
+            None => topics.push(
+                TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_string(b.topic.to_string())))
+                    .with_partition_data(vec![data]),
+            ),
+        }
+    }
+    let request = ProduceRequest::default()
+        .with_acks(acks.wire())
+        .with_timeout_ms(i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX))
+        .with_topic_data(topics);
+    if acks == Acks::None {
+        conn.send_without_response(&request, version).await?;
+        return Ok(None);
+    }
+    // The broker answers by `timeout` at the latest; allow for the network on top.
+    let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
+    conn.send(&request, version, wait).await.map(Some)
+}

@@ -1,0 +1,214 @@
+//! A partition reader: fetch one partition from an offset, from its leader.
+//!
+//! The building block for tests and tools that read back what was produced; the group
+//! consumer builds on the same decoding. Control batches are skipped, and under
+//! `read_committed` the records of aborted transactions are left out using the aborted
+//! transaction list the broker sends with each answer.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
+use kafka_protocol::protocol::{StrBytes, VersionRange};
+
+use crate::client::Client;
+use crate::client::error::{Error, Result};
+use crate::client::records::{Record, RecordBatches};
+
+/// Fetch versions with topic names (v13 moved to topic ids).
+const FETCH_VERSIONS: VersionRange = VersionRange { min: 4, max: 12 };
+
+/// `isolation.level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IsolationLevel {
+    /// Every record, including those of open and aborted transactions.
+    ReadUncommitted,
+    /// Only committed records, up to the last stable offset (librdkafka's default).
+    #[default]
+    ReadCommitted,
+}
+
+/// What one fetch of a partition returned.
+#[derive(Debug, Clone)]
+pub struct FetchedPartition {
+    /// The records at or after the requested offset, in offset order.
+    pub records: Vec<Record>,
+    /// The offset to fetch next.
+    pub next_offset: i64,
+    /// The partition's high watermark.
+    pub high_watermark: i64,
+    /// The last stable offset (`read_committed`'s end).
+    pub last_stable_offset: i64,
+    /// The first offset still in the log.
+    pub log_start_offset: i64,
+}
+
+/// Reads one partition.
+#[derive(Debug, Clone)]
+pub struct PartitionReader {
+    client: Client,
+    topic: String,
+    partition: i32,
+    /// The isolation level.
+    pub isolation: IsolationLevel,
+    /// `fetch.wait.max.ms`: how long the broker may wait for data.
+    pub max_wait: Duration,
+    /// `max.partition.fetch.bytes` (also the total for the request).
+    pub max_bytes: i32,
+}
+
+impl PartitionReader {
+    /// A reader of `topic`/`partition` with librdkafka's defaults.
+    pub fn new(client: Client, topic: impl Into<String>, partition: i32) -> Self {
+        PartitionReader {
+            client,
+            topic: topic.into(),
+            partition,
+            isolation: IsolationLevel::ReadCommitted,
+            max_wait: Duration::from_millis(500),
+            max_bytes: 1_048_576,
+        }
+    }
+
+    /// Fetches from `offset`, following leader moves. An empty answer after `max_wait` is not
+    /// an error.
+    pub async fn fetch(&self, offset: i64) -> Result<FetchedPartition> {
+        let mut backoff = self.client.retry_backoff();
+        let mut attempts = 0;
+        loop {
+            match self.fetch_once(offset).await {
+                Err(e) if e.is_retriable() && attempts < 20 => {
+                    attempts += 1;
+                    tracing::debug!(error = %e, "fetch failed; refreshing metadata");
+                    tokio::time::sleep(backoff.next_delay()).await;
+                    let _ = self.client.refresh_metadata(&[&self.topic]).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn fetch_once(&self, offset: i64) -> Result<FetchedPartition> {
+        let (leader, epoch) = self.client.leader_of(&self.topic, self.partition).await?;
+        let conn = self.client.connection(leader).await?;
+        let version = conn.version_of::<FetchRequest>(FETCH_VERSIONS)?;
+        let request = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(i32::try_from(self.max_wait.as_millis()).unwrap_or(i32::MAX))
+            .with_min_bytes(1)
+            .with_max_bytes(self.max_bytes)
+            .with_isolation_level(match self.isolation {
+                IsolationLevel::ReadUncommitted => 0,
+                IsolationLevel::ReadCommitted => 1,
+            })
+            .with_session_epoch(-1)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(TopicName(StrBytes::from_string(self.topic.clone())))
+                    .with_partitions(vec![
+                        FetchPartition::default()
+                            .with_partition(self.partition)
+                            .with_current_leader_epoch(epoch)
+                            .with_fetch_offset(offset)
+                            .with_log_start_offset(-1)
+                            .with_partition_max_bytes(self.max_bytes),
+                    ]),
+            ]);
+        let response = conn
+            .send(
+                &request,
+                version,
+                self.client.socket_timeout() + self.max_wait,
+            )
+            .await?;
+        Error::check(response.error_code, || {
+            format!("fetching {}-{}", self.topic, self.partition)
+        })?;
+        let data = response
+            .responses
+            .into_iter()
+            .filter(|t| t.topic.0.as_str() == self.topic)
+            .flat_map(|t| t.partitions)
+            .find(|p| p.partition_index == self.partition)
+            .ok_or_else(|| Error::protocol("fetch response lacks the partition asked for"))?;
+        if let Some(code) = ResponseError::try_from_code(data.error_code) {
+            return Err(Error::Broker {
+                code,
+                context: format!("fetching {}-{} at {offset}", self.topic, self.partition),
+            });
+        }
+        let mut aborted: Vec<(i64, i64)> = data
+            .aborted_transactions
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| (a.first_offset, a.producer_id.0))
+            .collect();
+        aborted.sort_unstable();
+        let mut aborted = aborted.into_iter().peekable();
+        let mut aborting: HashSet<i64> = HashSet::new();
+        let mut records = Vec::new();
+        let mut next_offset = offset;
+        let max_decompressed = self.client.config().max_response_size;
+        for batch in RecordBatches::new(data.records.unwrap_or_default(), max_decompressed) {
+            let batch = batch?;
+            let h = batch.header;
+            while let Some(&(first, pid)) = aborted.peek() {
+                if first > h.last_offset() {
+                    break;
+                }
+                aborting.insert(pid);
+                aborted.next();
+            }
+            next_offset = next_offset.max(h.last_offset() + 1);
+            if h.is_control() {
+                // The marker ends the producer's transaction: its later batches are new.
+                aborting.remove(&h.producer_id);
+                continue;
+            }
+            if self.isolation == IsolationLevel::ReadCommitted
+                && h.is_transactional()
+                && aborting.contains(&h.producer_id)
+            {
+                continue;
+            }
+            records.extend(batch.records()?.into_iter().filter(|r| r.offset >= offset));
+        }
+        Ok(FetchedPartition {
+            records,
+            next_offset,
+            high_watermark: data.high_watermark,
+            last_stable_offset: data.last_stable_offset,
+            log_start_offset: data.log_start_offset,
+        })
+    }
+
+    /// Reads every record from `from` until `until` (exclusive), waiting up to `timeout`.
+    pub async fn read_range(
+        &self,
+        from: i64,
+        until: i64,
+        timeout: Duration,
+    ) -> Result<Vec<Record>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut out = Vec::new();
+        let mut offset = from;
+        while offset < until {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(Error::Timeout(format!(
+                    "reading {}-{}: at offset {offset} of {until}",
+                    self.topic, self.partition
+                )));
+            }
+            let fetched = self.fetch(offset).await?;
+            for r in fetched.records {
+                if r.offset < until {
+                    out.push(r);
+                }
+            }
+            offset = fetched.next_offset.max(offset);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,704 @@
+//! The v2 record batch: the one unit in which records travel and are stored.
+//!
+//! Layout (all big-endian): base offset i64, batch length i32, partition leader epoch i32,
+//! magic i8 (= 2), CRC-32C u32 over everything after it, attributes i16, last offset delta
+//! i32, base and max timestamps i64, producer id i64, producer epoch i16, base sequence i32,
+//! record count i32, then the records, compressed as a whole when the attributes say so.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::compression::{self, Codec};
+use super::cursor::Cursor;
+use super::varint::{put_varint, put_varlong, varint_size, varlong_size};
+use crate::client::error::{Error, Result};
+
+/// Bytes of a batch before its first record.
+pub const BATCH_HEADER_SIZE: usize = 61;
+/// The base sequence of a batch from a producer that is not idempotent.
+pub const NO_SEQUENCE: i32 = -1;
+
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+const PRODUCER_ID_AT: usize = 43;
+const PRODUCER_EPOCH_AT: usize = 51;
+const BASE_SEQUENCE_AT: usize = 53;
+
+const TIMESTAMP_TYPE_BIT: i16 = 1 << 3;
+const TRANSACTIONAL_BIT: i16 = 1 << 4;
+const CONTROL_BIT: i16 = 1 << 5;
+
+/// A record header. Kafka allows the same key more than once; order is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The header's name (UTF-8 by convention; not enforced on read).
+    pub key: Bytes,
+    /// Its value; `None` is a null value, distinct from an empty one.
+    pub value: Option<Bytes>,
+}
+
+impl Header {
+    /// A header with `key` and `value`.
+    pub fn new(key: impl Into<Bytes>, value: Option<Bytes>) -> Self {
+        Header {
+            key: key.into(),
+            value,
+        }
+    }
+}
+
+/// The headers of a fetched record, read lazily from the batch's bytes (no allocation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Headers {
+    raw: Bytes,
+    count: usize,
+}
+
+impl Headers {
+    /// How many headers there are.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The headers in wire order.
+    #[must_use]
+    pub fn iter(&self) -> HeadersIter {
+        HeadersIter {
+            cursor: Cursor::new(self.raw.clone()),
+            left: self.count,
+        }
+    }
+
+    /// The value of the last header named `key` (Kafka's "last wins" lookup).
+    #[must_use]
+    pub fn last(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        self.iter().filter(|h| h.key == key).last().map(|h| h.value)
+    }
+}
+
+impl IntoIterator for &Headers {
+    type Item = Header;
+    type IntoIter = HeadersIter;
+    fn into_iter(self) -> HeadersIter {
+        self.iter()
+    }
+}
+
+/// Iterates a record's headers.
+#[derive(Debug)]
+pub struct HeadersIter {
+    cursor: Cursor,
+    left: usize,
+}
+
+impl Iterator for HeadersIter {
+    type Item = Header;
+    fn next(&mut self) -> Option<Header> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // The bytes were validated when the record was decoded.
+        read_header(&mut self.cursor).ok()
+    }
+}
+
+fn read_header(c: &mut Cursor) -> Result<Header> {
+    let key = c
+        .nullable_bytes()?
+        .ok_or_else(|| Error::protocol("header with a null key"))?;
+    let value = c.nullable_bytes()?;
+    Ok(Header { key, value })
+}
+
+/// A record as fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its offset in the partition.
+    pub offset: i64,
+    /// Its timestamp in ms (creation or log-append time, per the batch).
+    pub timestamp: i64,
+    /// The key; `None` is a null key.
+    pub key: Option<Bytes>,
+    /// The value; `None` is a null value (a tombstone).
+    pub value: Option<Bytes>,
+    /// The headers.
+    pub headers: Headers,
+}
+
+/// The fields of a batch header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    /// The first offset of the batch.
+    pub base_offset: i64,
+    /// The leader epoch that wrote it.
+    pub partition_leader_epoch: i32,
+    /// The attribute bits.
+    pub attributes: i16,
+    /// The last offset is `base_offset + last_offset_delta`.
+    pub last_offset_delta: i32,
+    /// The first record's timestamp.
+    pub base_timestamp: i64,
+    /// The largest timestamp (the log-append time for such batches).
+    pub max_timestamp: i64,
+    /// The producer id, -1 for a plain producer.
+    pub producer_id: i64,
+    /// The producer epoch.
+    pub producer_epoch: i16,
+    /// The first record's sequence number.
+    pub base_sequence: i32,
+    /// How many records the header claims.
+    pub record_count: i32,
+}
+
+impl BatchHeader {
+    /// The batch's compression codec.
+    pub fn codec(&self) -> Result<Codec> {
+        Codec::from_attributes(self.attributes).map_err(Error::protocol)
+    }
+    /// Whether it belongs to a transaction.
+    #[must_use]
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL_BIT != 0
+    }
+    /// Whether it holds control records (transaction markers).
+    #[must_use]
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL_BIT != 0
+    }
+    /// Whether timestamps are the broker's log-append time.
+    #[must_use]
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & TIMESTAMP_TYPE_BIT != 0
+    }
+    /// The offset of the batch's last record.
+    #[must_use]
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset
+            .saturating_add(i64::from(self.last_offset_delta))
+    }
+}
+
+/// One batch of a fetched record set; its records decode on demand.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// The batch header.
+    pub header: BatchHeader,
+    body: Bytes,
+    max_decompressed: usize,
+}
+
+impl Batch {
+    /// Decodes (and decompresses) the records. Every length is checked; a batch whose records
+    /// disagree with its header is an error.
+    pub fn records(&self) -> Result<Vec<Record>> {
+        let codec = self.header.codec()?;
+        let body = if codec == Codec::None {
+            self.body.clone()
+        } else {
+            Bytes::from(
+                compression::decompress(codec, &self.body, self.max_decompressed).map_err(|e| {
+                    Error::protocol(format_args!("batch at {}: {e}", self.header.base_offset))
+                })?,
+            )
+        };
+        let count = usize::try_from(self.header.record_count)
+            .map_err(|_| Error::protocol("negative record count"))?;
+        // Each record takes at least 7 bytes, so the count cannot make us reserve more than
+        // the data could hold.
+        let mut records = Vec::with_capacity(count.min(body.len() / 7));
+        let mut c = Cursor::new(body);
+        let log_append = self.header.is_log_append_time();
+        for _ in 0..count {
+            let length = c.varint()?;
+            let length =
+                usize::try_from(length).map_err(|_| Error::protocol("negative record length"))?;
+            let mut r = Cursor::new(c.take(length)?);
+            let _attributes = r.i8()?;
+            let timestamp_delta = r.varlong()?;
+            let offset_delta = r.varint()?;
+            let key = r.nullable_bytes()?;
+            let value = r.nullable_bytes()?;
+            let header_count = r.varint()?;
+            let header_count = usize::try_from(header_count)
+                .map_err(|_| Error::protocol("negative header count"))?;
+            let headers_raw = r.clone().rest();
+            for _ in 0..header_count {
+                read_header(&mut r)?;
+            }
+            if r.remaining() != 0 {
+                return Err(Error::protocol("record longer than its fields"));
+            }
+            let timestamp = if log_append {
+                self.header.max_timestamp
+            } else {
+                self.header.base_timestamp.wrapping_add(timestamp_delta)
+            };
+            records.push(Record {
+                offset: self
+                    .header
+                    .base_offset
+                    .wrapping_add(i64::from(offset_delta)),
+                timestamp,
+                key,
+                value,
+                headers: Headers {
+                    raw: headers_raw,
+                    count: header_count,
+                },
+            });
+        }
+        Ok(records)
+    }
+}
+
+/// Iterates the batches of a fetched record set.
+///
+/// A trailing partial batch (the broker cuts record sets at the fetch size limit) ends the
+/// iteration quietly; a corrupt batch is an error.
+#[derive(Debug)]
+pub struct RecordBatches {
+    data: Cursor,
+    max_decompressed: usize,
+    verify_crc: bool,
+}
+
+impl RecordBatches {
+    /// Batches of `data`, decompressing at most `max_decompressed` bytes per batch.
+    #[must_use]
+    pub fn new(data: Bytes, max_decompressed: usize) -> Self {
+        RecordBatches {
+            data: Cursor::new(data),
+            max_decompressed,
+            verify_crc: true,
+        }
+    }
+
+    fn next_batch(&mut self) -> Result<Option<Batch>> {
+        if self.data.remaining() < BATCH_HEADER_SIZE {
+            return Ok(None);
+        }
+        let mut peek = self.data.clone();
+        let base_offset = peek.i64()?;
+        let length = peek.i32()?;
+        let length = usize::try_from(length)
+            .ok()
+            .filter(|l| *l >= BATCH_HEADER_SIZE - 12)
+            .ok_or_else(|| {
+                Error::protocol(format_args!("batch at {base_offset} has length {length}"))
+            })?;
+        if peek.remaining() < length {
+            return Ok(None);
+        }
+        let mut whole = Cursor::new(self.data.take(12 + length)?);
+        whole.skip(12)?;
+        let partition_leader_epoch = whole.i32()?;
+        let magic = whole.i8()?;
+        if magic != 2 {
+            return Err(Error::protocol(format_args!(
+                "batch at {base_offset} uses message format v{magic}; only v2 is supported"
+            )));
+        }
+        let crc = whole.u32()?;
+        let checked = whole.clone().rest();
+        if self.verify_crc && crc32c::crc32c(&checked) != crc {
+            return Err(Error::protocol(format_args!(
+                "batch at {base_offset} fails its CRC"
+            )));
+        }
+        let header = BatchHeader {
+            base_offset,
+            partition_leader_epoch,
+            attributes: whole.i16()?,
+            last_offset_delta: whole.i32()?,
+            base_timestamp: whole.i64()?,
+            max_timestamp: whole.i64()?,
+            producer_id: whole.i64()?,
+            producer_epoch: whole.i16()?,
+            base_sequence: whole.i32()?,
+            record_count: whole.i32()?,
+        };
+        Ok(Some(Batch {
+            header,
+            body: whole.rest(),
+            max_decompressed: self.max_decompressed,
+        }))
+    }
+}
+
+impl Iterator for RecordBatches {
+    type Item = Result<Batch>;
+    fn next(&mut self) -> Option<Result<Batch>> {
+        match self.next_batch() {
+            Ok(Some(b)) => Some(Ok(b)),
+            Ok(None) => None,
+            Err(e) => {
+                // Nothing after a corrupt batch can be trusted.
+                self.data = Cursor::new(Bytes::new());
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// The exact encoded size of one record inside a batch, its length prefix included.
+#[must_use]
+pub fn record_size(
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[Header],
+) -> usize {
+    let body = record_body_size(offset_delta, timestamp_delta, key, value, headers);
+    varint_size(body as i32) + body
+}
+
+fn bytes_size(b: Option<&[u8]>) -> usize {
+    match b {
+        None => varint_size(-1),
+        Some(b) => varint_size(b.len() as i32) + b.len(),
+    }
+}
+
+fn record_body_size(
+    offset_delta: i32,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[Header],
+) -> usize {
+    let mut n = 1
+        + varlong_size(timestamp_delta)
+        + varint_size(offset_delta)
+        + bytes_size(key)
+        + bytes_size(value);
+    n += varint_size(headers.len() as i32);
+    for h in headers {
+        n += bytes_size(Some(&h.key)) + bytes_size(h.value.as_deref());
+    }
+    n
+}
+
+/// Builds one batch on the producer side, record by record.
+#[derive(Debug)]
+pub struct BatchBuilder {
+    records: BytesMut,
+    count: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+}
+
+impl BatchBuilder {
+    /// An empty batch with room for about `capacity` bytes of records.
+    #[must_use]
+    pub fn new(capacity: usize) -> Self {
+        BatchBuilder {
+            records: BytesMut::with_capacity(capacity),
+            count: 0,
+            base_timestamp: 0,
+            max_timestamp: i64::MIN,
+        }
+    }
+
+    /// The records so far.
+    #[must_use]
+    pub fn count(&self) -> i32 {
+        self.count
+    }
+
+    /// The uncompressed size of the batch so far, header included.
+    #[must_use]
+    pub fn size(&self) -> usize {
+        BATCH_HEADER_SIZE + self.records.len()
+    }
+
+    /// What appending this record would add to [`size`](Self::size).
+    #[must_use]
+    pub fn size_of_next(
+        &self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[Header],
+    ) -> usize {
+        let delta = if self.count == 0 {
+            0
+        } else {
+            timestamp.wrapping_sub(self.base_timestamp)
+        };
+        record_size(self.count, delta, key, value, headers)
+    }
+
+    /// Appends a record; its offset delta is its position in the batch.
+    pub fn push(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[Header],
+    ) {
+        if self.count == 0 {
+            self.base_timestamp = timestamp;
+        }
+        let delta = timestamp.wrapping_sub(self.base_timestamp);
+        let body = record_body_size(self.count, delta, key, value, headers);
+        let b = &mut self.records;
+        b.reserve(body + 5);
+        put_varint(b, body as i32);
+        b.put_i8(0);
+        put_varlong(b, delta);
+        put_varint(b, self.count);
+        put_bytes(b, key);
+        put_bytes(b, value);
+        put_varint(b, headers.len() as i32);
+        for h in headers {
+            put_bytes(b, Some(&h.key));
+            put_bytes(b, h.value.as_deref());
+        }
+        self.count += 1;
+        self.max_timestamp = self.max_timestamp.max(timestamp);
+    }
+
+    /// Encodes the batch: header, (compressed) records, CRC.
+    pub fn build(&self, codec: Codec, level: i32, producer: ProducerState) -> Result<Bytes> {
+        let mut out = BytesMut::with_capacity(BATCH_HEADER_SIZE + self.records.len());
+        out.put_i64(0);
+        out.put_i32(0); // length, patched below
+        out.put_i32(-1);
+        out.put_i8(2);
+        out.put_u32(0); // CRC, patched below
+        let mut attributes = codec.id();
+        if producer.transactional {
+            attributes |= TRANSACTIONAL_BIT;
+        }
+        out.put_i16(attributes);
+        out.put_i32(self.count - 1);
+        out.put_i64(self.base_timestamp);
+        out.put_i64(if self.count == 0 {
+            self.base_timestamp
+        } else {
+            self.max_timestamp
+        });
+        out.put_i64(producer.producer_id);
+        out.put_i16(producer.producer_epoch);
+        out.put_i32(producer.base_sequence);
+        out.put_i32(self.count);
+        if codec == Codec::None {
+            out.extend_from_slice(&self.records);
+        } else {
+            let mut compressed = Vec::with_capacity(self.records.len() / 2);
+            compression::compress(codec, level, &self.records, &mut compressed)
+                .map_err(|e| Error::InvalidRecord(format!("compressing a batch: {e}")))?;
+            out.extend_from_slice(&compressed);
+        }
+        let length = i32::try_from(out.len() - 12)
+            .map_err(|_| Error::InvalidRecord("batch over 2 GiB".into()))?;
+        out[8..12].copy_from_slice(&length.to_be_bytes());
+        let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
+        out[CRC_AT..ATTRIBUTES_AT].copy_from_slice(&crc.to_be_bytes());
+        Ok(out.freeze())
+    }
+}
+
+fn put_bytes(b: &mut BytesMut, v: Option<&[u8]>) {
+    match v {
+        None => put_varint(b, -1),
+        Some(v) => {
+            put_varint(b, v.len() as i32);
+            b.extend_from_slice(v);
+        }
+    }
+}
+
+/// The idempotence fields of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerState {
+    /// Producer id, -1 when not idempotent.
+    pub producer_id: i64,
+    /// Producer epoch, -1 when not idempotent.
+    pub producer_epoch: i16,
+    /// First sequence, [`NO_SEQUENCE`] when not idempotent.
+    pub base_sequence: i32,
+    /// Whether the batch is part of a transaction.
+    pub transactional: bool,
+}
+
+impl ProducerState {
+    /// The fields of a producer that is neither idempotent nor transactional.
+    pub const NONE: ProducerState = ProducerState {
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: NO_SEQUENCE,
+        transactional: false,
+    };
+}
+
+/// Rewrites the producer id, epoch and base sequence of an encoded batch (after an epoch
+/// bump), fixing its CRC. The records are untouched, so compression is not redone.
+pub fn patch_producer_state(
+    batch: &Bytes,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+) -> Result<Bytes> {
+    if batch.len() < BATCH_HEADER_SIZE {
+        return Err(Error::InvalidRecord("batch shorter than its header".into()));
+    }
+    let mut out = BytesMut::from(&batch[..]);
+    out[PRODUCER_ID_AT..PRODUCER_EPOCH_AT].copy_from_slice(&producer_id.to_be_bytes());
+    out[PRODUCER_EPOCH_AT..BASE_SEQUENCE_AT].copy_from_slice(&producer_epoch.to_be_bytes());
+    out[BASE_SEQUENCE_AT..BASE_SEQUENCE_AT + 4].copy_from_slice(&base_sequence.to_be_bytes());
+    let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
+    out[CRC_AT..ATTRIBUTES_AT].copy_from_slice(&crc.to_be_bytes());
+    Ok(out.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(codec: Codec) -> Bytes {
+        let mut b = BatchBuilder::new(1024);
+        b.push(1000, Some(b"k0"), Some(b"v0"), &[]);
+        b.push(
+            999,
+            None,
+            Some(b"v1"),
+            &[
+                Header::new("h", Some(Bytes::from_static(b"1"))),
+                Header::new("h", None),
+            ],
+        );
+        b.push(1005, Some(b""), None, &[]);
+        let state = ProducerState {
+            producer_id: 7,
+            producer_epoch: 1,
+            base_sequence: 42,
+            transactional: false,
+        };
+        match b.build(codec, -1, state) {
+            Ok(bytes) => bytes,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn round_trips_every_field() {
+        for codec in [
+            Codec::None,
+            Codec::Gzip,
+            Codec::Snappy,
+            Codec::Lz4,
+            Codec::Zstd,
+        ] {
+            let data = sample(codec);
+            let batches: Vec<Batch> = RecordBatches::new(data, 1 << 20)
+                .collect::<Result<_>>()
+                .unwrap_or_default();
+            assert_eq!(batches.len(), 1, "{codec:?}");
+            let h = batches[0].header;
+            assert_eq!(
+                (
+                    h.producer_id,
+                    h.producer_epoch,
+                    h.base_sequence,
+                    h.record_count
+                ),
+                (7, 1, 42, 3)
+            );
+            assert_eq!(
+                (h.base_timestamp, h.max_timestamp, h.last_offset_delta),
+                (1000, 1005, 2)
+            );
+            assert_eq!(h.codec().ok(), Some(codec));
+            let records = batches[0].records().unwrap_or_default();
+            assert_eq!(records.len(), 3);
+            assert_eq!(records[0].key.as_deref(), Some(&b"k0"[..]));
+            assert_eq!(records[1].timestamp, 999);
+            assert_eq!(records[1].key, None);
+            let headers: Vec<Header> = records[1].headers.iter().collect();
+            assert_eq!(headers.len(), 2);
+            assert_eq!(headers[1], Header::new("h", None));
+            assert_eq!(records[1].headers.last(b"h"), Some(None));
+            assert_eq!(records[2].key.as_deref(), Some(&b""[..]));
+            assert_eq!(records[2].value, None);
+            assert_eq!(records[2].offset, 2);
+        }
+    }
+
+    #[test]
+    fn sizes_are_exact() {
+        let mut b = BatchBuilder::new(0);
+        let headers = [Header::new("name", Some(Bytes::from_static(b"value")))];
+        let predicted = b.size_of_next(5, Some(b"key"), Some(&[0u8; 300]), &headers);
+        b.push(5, Some(b"key"), Some(&[0u8; 300]), &headers);
+        assert_eq!(b.size(), BATCH_HEADER_SIZE + predicted);
+    }
+
+    #[test]
+    fn patching_keeps_the_batch_valid() {
+        let data = sample(Codec::Lz4);
+        let patched = patch_producer_state(&data, 9, 3, 0).unwrap_or_default();
+        let batch = RecordBatches::new(patched, 1 << 20).next();
+        let Some(Ok(batch)) = batch else {
+            panic!("patched batch does not decode")
+        };
+        assert_eq!(
+            (
+                batch.header.producer_id,
+                batch.header.producer_epoch,
+                batch.header.base_sequence
+            ),
+            (9, 3, 0)
+        );
+        assert_eq!(batch.records().map(|r| r.len()).ok(), Some(3));
+    }
+
+    #[test]
+    fn corruption_is_an_error_and_truncation_ends_quietly() {
+        let data = sample(Codec::None);
+        let mut bad = BytesMut::from(&data[..]);
+        let last = bad.len() - 1;
+        bad[last] ^= 0xff;
+        assert!(matches!(
+            RecordBatches::new(bad.freeze(), 1 << 20).next(),
+            Some(Err(_))
+        ));
+        let cut = data.slice(..data.len() - 1);
+        assert!(RecordBatches::new(cut, 1 << 20).next().is_none());
+        let mut lying = BytesMut::from(&data[..]);
+        lying[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+        let crc = crc32c::crc32c(&lying[ATTRIBUTES_AT..]);
+        lying[CRC_AT..ATTRIBUTES_AT].copy_from_slice(&crc.to_be_bytes());
+        let batch = RecordBatches::new(lying.freeze(), 1 << 20).next();
+        let Some(Ok(batch)) = batch else {
+            panic!("header should decode")
+        };
+        assert!(batch.records().is_err());
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let base = sample(Codec::None);
+        for _ in 0..2000 {
+            let mut data = BytesMut::from(&base[..]);
+            for _ in 0..rng.usize(1..4) {
+                let i = rng.usize(..data.len());
+                data[i] = rng.u8(..);
+            }
+            let mut batches = RecordBatches::new(data.freeze(), 1 << 16);
+            batches.verify_crc = false;
+            for batch in batches.flatten() {
+                let _ = batch.records();
+            }
+        }
+    }
+}
