@@ -3,6 +3,8 @@
 //!
 //! The tests run against the cluster named by `KAFKA_TEST_URL` (default `127.0.0.1:9092`, the
 //! broker `scripts/kafka up` starts). There is no skipping: a test that finds no broker fails.
+//! Helpers panic on failure, by design: a panic is how a test fails.
+#![allow(clippy::missing_panics_doc)]
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -68,7 +70,7 @@ pub async fn read_all(client: &Client, topic: &str, partitions: i32) -> Vec<Vec<
             Err(e) => panic!("end offset of {topic}-{p}: {e}"),
         };
         let reader = PartitionReader::new(client.clone(), topic, p);
-        match reader.read_range(0, end, Duration::from_secs(60)).await {
+        match reader.read_range(0, end, Duration::from_mins(1)).await {
             Ok(records) => out.push(records),
             Err(e) => panic!("reading {topic}-{p}: {e}"),
         }

@@ -1,4 +1,4 @@
-//! Topic administration and ListOffsets (earliest, latest, by timestamp).
+//! Topic administration and `ListOffsets` (earliest, latest, by timestamp).
 
 use std::time::Duration;
 
@@ -52,7 +52,7 @@ async fn topics_are_created_refused_twice_and_deleted() {
     let topic = unique_topic("admin");
     let spec = NewTopic::new(&topic, 4, 1).config("cleanup.policy", "compact");
     if let Err(e) = admin
-        .create_topics(&[spec.clone()], Duration::from_secs(30))
+        .create_topics(std::slice::from_ref(&spec), Duration::from_secs(30))
         .await
     {
         panic!("create: {e}");

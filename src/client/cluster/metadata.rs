@@ -134,82 +134,62 @@ impl Metadata {
             self.topics.clear();
         }
         for t in response.topics {
-            let Some(name) = t.name else {
+            let Some(mut topic) = topic_from(t)? else {
                 continue;
             };
-            let name: Arc<str> = Arc::from(name.as_str());
-            let error = ResponseError::try_from_code(t.error_code);
-            let mut partitions: Vec<Option<PartitionInfo>> = Vec::new();
-            let count = t.partitions.len();
-            for p in t.partitions {
-                let index = usize::try_from(p.partition_index)
-                    .ok()
-                    .filter(|i| *i < count)
-                    .ok_or_else(|| {
-                        Error::protocol(format_args!(
-                            "topic {name} lists partition {} of {count}",
-                            p.partition_index
-                        ))
-                    })?;
-                if partitions.len() < count {
-                    partitions.resize(count, None);
-                }
-                partitions[index] = Some(PartitionInfo {
-                    partition: p.partition_index,
-                    leader: p.leader_id.0,
-                    leader_epoch: p.leader_epoch,
-                    replicas: p.replica_nodes.iter().map(|n| n.0).collect(),
-                    isr: p.isr_nodes.iter().map(|n| n.0).collect(),
-                    error: ResponseError::try_from_code(p.error_code),
-                });
-            }
-            let Some(mut partitions) = partitions.into_iter().collect::<Option<Vec<_>>>() else {
-                return Err(Error::protocol(format_args!(
-                    "topic {name} has a partition listed twice"
-                )));
-            };
-            if let Some(old) = self.topics.get(name.as_ref()) {
+            if let Some(old) = self.topics.get(topic.name.as_ref()) {
                 // Keep the newer leader where a lagging broker answered with an older epoch.
-                for p in &mut partitions {
+                for p in &mut topic.partitions {
                     if let Some(known) = old.partitions.get(p.partition as usize)
-                        && p.leader_epoch >= 0
-                        && known.leader_epoch > p.leader_epoch
-                    {
-                        *p = known.clone();
-                    }
+                        && p.leader_epoch >= 0 && known.leader_epoch > p.leader_epoch {
+                            *p = known.clone();
+                        }
                 }
             }
-            if error == Some(ResponseError::UnknownTopicOrPartition)
-                || (error.is_some() && partitions.is_empty())
-            {
-                self.topics.remove(name.as_ref());
-                if error != Some(ResponseError::UnknownTopicOrPartition) {
-                    self.topics.insert(
-                        name.to_string(),
-                        Arc::new(TopicInfo {
-                            name,
-                            id: *t.topic_id.as_bytes(),
-                            internal: t.is_internal,
-                            partitions,
-                            error,
-                        }),
-                    );
-                }
-                continue;
+            if topic.error == Some(ResponseError::UnknownTopicOrPartition) {
+                self.topics.remove(topic.name.as_ref());
+            } else {
+                self.topics.insert(topic.name.to_string(), Arc::new(topic));
             }
-            self.topics.insert(
-                name.to_string(),
-                Arc::new(TopicInfo {
-                    name,
-                    id: *t.topic_id.as_bytes(),
-                    internal: t.is_internal,
-                    partitions,
-                    error,
-                }),
-            );
         }
         Ok(())
     }
+}
+
+/// Reads one topic of a Metadata response; `None` for an entry without a name.
+fn topic_from(t: kafka_protocol::messages::metadata_response::MetadataResponseTopic) -> Result<Option<TopicInfo>> {
+    let Some(name) = t.name else {
+        return Ok(None);
+    };
+    let name: Arc<str> = Arc::from(name.as_str());
+    let count = t.partitions.len();
+    let mut partitions: Vec<Option<PartitionInfo>> = vec![None; count];
+    for p in t.partitions {
+        let index = usize::try_from(p.partition_index)
+            .ok()
+            .filter(|i| *i < count)
+            .ok_or_else(|| Error::protocol(format_args!("topic {name} lists partition {} of {count}", p.partition_index)))?;
+        if partitions[index].is_some() {
+            return Err(Error::protocol(format_args!("topic {name} lists partition {index} twice")));
+        }
+        partitions[index] = Some(PartitionInfo {
+            partition: p.partition_index,
+            leader: p.leader_id.0,
+            leader_epoch: p.leader_epoch,
+            replicas: p.replica_nodes.iter().map(|n| n.0).collect(),
+            isr: p.isr_nodes.iter().map(|n| n.0).collect(),
+            error: ResponseError::try_from_code(p.error_code),
+        });
+    }
+    // Every slot is filled: `count` distinct indexes below `count`.
+    let partitions = partitions.into_iter().flatten().collect();
+    Ok(Some(TopicInfo {
+        name,
+        id: *t.topic_id.as_bytes(),
+        internal: t.is_internal,
+        partitions,
+        error: ResponseError::try_from_code(t.error_code),
+    }))
 }
 
 #[cfg(test)]

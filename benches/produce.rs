@@ -1,0 +1,170 @@
+//! Produce throughput of 100-byte records (idempotent, acks=all, linger 5 ms): our producer
+//! side by side with the Java client's `ProducerPerformance` on the same broker, in one run.
+//!
+//! ```text
+//! scripts/kafka up && eval "$(scripts/kafka env | sed 's/^/export /')"
+//! cargo bench --bench produce            # BENCH_RECORDS (default 1000000), BENCH_ROUNDS (3)
+//! ```
+//!
+//! Rounds alternate between the two clients so that machine noise hits both alike; the
+//! figures to quote are the ratios. CPU time is the process's user+system time while ours
+//! runs (from /proc/self/stat) and the JVM's as `time` would see it.
+
+#![allow(clippy::cast_precision_loss, reason = "record counts far below 2^52")]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
+
+const PARTITIONS: i32 = 6;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The process's user + system CPU seconds so far.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+        + fields.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+struct Figures {
+    records_per_sec: f64,
+    cpu_us_per_record: f64,
+}
+
+async fn ours(client: &Client, topic: &str, records: usize) -> Figures {
+    let config = ProducerConfig {
+        enable_idempotence: true,
+        linger: Duration::from_millis(5),
+        ..ProducerConfig::default()
+    };
+    let producer = Producer::new(client.clone(), config).expect("producer");
+    let payload = Bytes::from(vec![b'x'; 100]);
+    let cpu0 = cpu_seconds();
+    let start = Instant::now();
+    let mut last = None;
+    for _ in 0..records {
+        let r = ProducerRecord {
+            topic: topic.to_owned(),
+            value: Some(payload.clone()),
+            ..ProducerRecord::default()
+        };
+        last = Some(producer.send(r).await.expect("send"));
+    }
+    let left = producer.flush(Duration::from_mins(5)).await;
+    assert_eq!(left, 0, "records left after flush");
+    if let Some(last) = last {
+        last.await.expect("delivery");
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu0;
+    producer.close(Duration::from_secs(10)).await;
+    Figures {
+        records_per_sec: records as f64 / elapsed,
+        cpu_us_per_record: cpu * 1e6 / records as f64,
+    }
+}
+
+fn java(classpath: &str, bootstrap: &str, topic: &str, records: usize) -> Figures {
+    let start = Instant::now();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "TIMEFORMAT='%U %S'; time java -cp '{classpath}' org.apache.kafka.tools.ProducerPerformance \
+             --topic {topic} --num-records {records} --record-size 100 --throughput -1 \
+             --producer-props bootstrap.servers={bootstrap} acks=all enable.idempotence=true linger.ms=5"
+        ))
+        .output()
+        .expect("java");
+    let _ = start;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ProducerPerformance failed: {stdout}{stderr}");
+    // Final line: "N records sent, X records/sec (Y MB/sec), ..."
+    let summary = stdout.lines().rev().find(|l| l.contains("records sent")).expect("summary line");
+    let records_per_sec: f64 = summary
+        .split(", ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .expect("records/sec");
+    let cpu: f64 = stderr
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let mut it = l.split_whitespace().map(str::parse::<f64>);
+            match (it.next(), it.next()) {
+                (Some(Ok(u)), Some(Ok(s))) => Some(u + s),
+                _ => None,
+            }
+        })
+        .unwrap_or(0.0);
+    Figures {
+        records_per_sec,
+        cpu_us_per_record: cpu * 1e6 / records as f64,
+    }
+}
+
+fn main() {
+    let bootstrap = std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "127.0.0.1:9092".to_owned());
+    let records = env_usize("BENCH_RECORDS", 1_000_000);
+    let rounds = env_usize("BENCH_ROUNDS", 3);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let classpath = Command::new("bash")
+        .arg(format!("{root}/scripts/kafka"))
+        .arg("java-classpath")
+        .output()
+        .expect("scripts/kafka java-classpath");
+    let classpath = String::from_utf8_lossy(&classpath.stdout).trim().to_owned();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let client = runtime
+        .block_on(Client::connect(ClientConfig::new(&bootstrap)))
+        .expect("no broker: run scripts/kafka up");
+    println!("produce bench: {records} records of 100 bytes, idempotent, acks=all, linger.ms=5, {PARTITIONS} partitions, {rounds} rounds");
+    let mut ours_all = Vec::new();
+    let mut java_all = Vec::new();
+    for round in 0..rounds {
+        let topic = format!("bench-produce-{:08x}", fastrand::u32(..));
+        runtime
+            .block_on(Admin::new(client.clone()).create_topics(&[NewTopic::new(&topic, PARTITIONS, 1)], Duration::from_secs(30)))
+            .expect("create topic");
+        let o = runtime.block_on(ours(&client, &topic, records));
+        let j = java(&classpath, &bootstrap, &topic, records);
+        println!(
+            "round {round}: ours {:>10.0} rec/s {:>6.2} us CPU/rec | java {:>10.0} rec/s {:>6.2} us CPU/rec | throughput ratio ours/java {:.2}, CPU ratio ours/java {:.2}",
+            o.records_per_sec,
+            o.cpu_us_per_record,
+            j.records_per_sec,
+            j.cpu_us_per_record,
+            o.records_per_sec / j.records_per_sec,
+            o.cpu_us_per_record / j.cpu_us_per_record
+        );
+        ours_all.push(o);
+        java_all.push(j);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let o_tp = median(ours_all.iter().map(|f| f.records_per_sec).collect());
+    let j_tp = median(java_all.iter().map(|f| f.records_per_sec).collect());
+    let o_cpu = median(ours_all.iter().map(|f| f.cpu_us_per_record).collect());
+    let j_cpu = median(java_all.iter().map(|f| f.cpu_us_per_record).collect());
+    println!(
+        "median: ours {o_tp:.0} rec/s, java {j_tp:.0} rec/s, throughput ratio {:.2}; CPU per record ours {o_cpu:.2} us, java {j_cpu:.2} us, ratio {:.2}",
+        o_tp / j_tp,
+        o_cpu / j_cpu
+    );
+}
