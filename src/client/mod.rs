@@ -48,6 +48,29 @@ struct Inner {
     refreshing: tokio::sync::Mutex<()>,
 }
 
+/// Refreshes the known topics every `topic.metadata.refresh.interval.ms`, until the client is
+/// dropped, so that leader moves are seen even by a client that hits no error.
+async fn refresh_periodically(inner: std::sync::Weak<Inner>) {
+    loop {
+        let Some(interval) = inner.upgrade().map(|i| i.config.metadata_refresh_interval) else {
+            return;
+        };
+        if interval.is_zero() {
+            return;
+        }
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let client = Client { inner };
+        let topics: Vec<String> = client.with_metadata(|m| m.topics.keys().cloned().collect());
+        let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+        if let Err(e) = client.refresh_metadata(&names).await {
+            tracing::debug!(error = %e, "periodic metadata refresh failed");
+        }
+    }
+}
+
 /// Metadata request versions whose semantics the client implements.
 const METADATA_VERSIONS: VersionRange = VersionRange { min: 4, max: 12 };
 
@@ -71,6 +94,7 @@ impl Client {
             }),
         };
         client.refresh_metadata(&[]).await?;
+        tokio::spawn(refresh_periodically(Arc::downgrade(&client.inner)));
         Ok(client)
     }
 

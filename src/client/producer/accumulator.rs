@@ -51,6 +51,8 @@ pub(super) struct ClosedBatch {
     /// The producer epoch it was encoded with.
     pub epoch: i16,
     pub attempts: u32,
+    /// Its place in the partition's order of batches, so retries go back where they were.
+    pub order: u64,
     /// A send of it failed in a way that leaves unknown whether the broker wrote it.
     pub maybe_written: bool,
 }
@@ -68,6 +70,8 @@ pub(super) struct PartitionQueue {
     pub ready: VecDeque<ClosedBatch>,
     pub in_flight: usize,
     pub next_sequence: i32,
+    /// The `order` the next closed batch gets.
+    pub next_order: u64,
     /// No new send until this instant (retry backoff).
     pub retry_at: Option<Instant>,
     /// A send failed while others were in flight: wait for all of them before resending, so
@@ -412,6 +416,8 @@ impl Shared {
 /// Moves the open batch of `queue` to its ready queue.
 pub(super) fn close_open(queue: &mut PartitionQueue, topic: &Arc<str>, partition: i32) {
     if let Some(open) = queue.open.take() {
+        let order = queue.next_order;
+        queue.next_order += 1;
         queue.ready.push_back(ClosedBatch {
             topic: topic.clone(),
             partition,
@@ -422,6 +428,7 @@ pub(super) fn close_open(queue: &mut PartitionQueue, topic: &Arc<str>, partition
             sequence: None,
             epoch: -1,
             attempts: 0,
+            order,
             maybe_written: false,
         });
     }

@@ -123,9 +123,23 @@ impl Future for DeliveryFuture {
 }
 
 /// A Kafka producer. Cloning shares it.
+///
+/// Call [`close`](Producer::close) (or [`flush`](Producer::flush)) before dropping the last
+/// clone: dropping it stops the sender, and records still queued then fail with `Closed`.
 #[derive(Debug, Clone)]
 pub struct Producer {
     shared: Arc<Shared>,
+    _owner: Arc<Owner>,
+}
+
+/// Stops the sender task when the last clone of a producer goes away.
+#[derive(Debug)]
+struct Owner(Arc<Shared>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 impl Producer {
@@ -134,7 +148,10 @@ impl Producer {
         config.validate()?;
         let shared = Arc::new(Shared::new(client, config));
         tokio::spawn(sender::run(shared.clone()));
-        Ok(Producer { shared })
+        Ok(Producer {
+            _owner: Arc::new(Owner(shared.clone())),
+            shared,
+        })
     }
 
     /// Queues `record`, waiting for queue space as long as it takes, and returns the future of

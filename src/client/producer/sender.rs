@@ -532,16 +532,13 @@ impl Sender {
             queue.retry_at = Some(Instant::now() + delay);
             if idempotent {
                 queue.draining = true;
-                let seq = batch.sequence.unwrap_or(i32::MAX);
-                let at = queue
-                    .ready
-                    .iter()
-                    .position(|b| b.sequence.is_none_or(|s| s > seq))
-                    .unwrap_or(queue.ready.len());
-                queue.ready.insert(at, batch);
-            } else {
-                queue.ready.push_front(batch);
             }
+            let at = queue
+                .ready
+                .iter()
+                .position(|b| b.order > batch.order)
+                .unwrap_or(queue.ready.len());
+            queue.ready.insert(at, batch);
         }
     }
 
