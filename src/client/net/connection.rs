@@ -218,6 +218,13 @@ impl Connection {
                 )));
             }
         };
+        super::shape_check::check_response(R::KEY, version, &body).map_err(|e| {
+            Error::protocol(format_args!(
+                "{:?} v{version} response from {}: {e}",
+                ApiKey::try_from(R::KEY).ok(),
+                self.address
+            ))
+        })?;
         R::Response::decode(&mut body, version).map_err(|e| {
             Error::protocol(format_args!(
                 "{:?} v{version} response from {}: {e}",

@@ -2,6 +2,8 @@
 
 mod backoff;
 mod connection;
+mod shape_check;
+mod shapes;
 mod versions;
 
 pub use backoff::Backoff;
