@@ -16,12 +16,17 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord};
+use ruststream_kafka::client::{
+    Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord,
+};
 
 const PARTITIONS: i32 = 6;
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// The process's user + system CPU seconds so far.
@@ -34,8 +39,14 @@ fn cpu_seconds() -> f64 {
         return 0.0;
     };
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
-        + fields.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks: f64 = fields
+        .get(11)
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        + fields
+            .get(12)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
     ticks / 100.0
 }
 
@@ -91,9 +102,16 @@ fn java(classpath: &str, bootstrap: &str, topic: &str, records: usize) -> Figure
     let _ = start;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "ProducerPerformance failed: {stdout}{stderr}");
+    assert!(
+        out.status.success(),
+        "ProducerPerformance failed: {stdout}{stderr}"
+    );
     // Final line: "N records sent, X records/sec (Y MB/sec), ..."
-    let summary = stdout.lines().rev().find(|l| l.contains("records sent")).expect("summary line");
+    let summary = stdout
+        .lines()
+        .rev()
+        .find(|l| l.contains("records sent"))
+        .expect("summary line");
     let records_per_sec: f64 = summary
         .split(", ")
         .nth(1)
@@ -128,17 +146,25 @@ fn main() {
         .output()
         .expect("scripts/kafka java-classpath");
     let classpath = String::from_utf8_lossy(&classpath.stdout).trim().to_owned();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let client = runtime
         .block_on(Client::connect(ClientConfig::new(&bootstrap)))
         .expect("no broker: run scripts/kafka up");
-    println!("produce bench: {records} records of 100 bytes, idempotent, acks=all, linger.ms=5, {PARTITIONS} partitions, {rounds} rounds");
+    println!(
+        "produce bench: {records} records of 100 bytes, idempotent, acks=all, linger.ms=5, {PARTITIONS} partitions, {rounds} rounds"
+    );
     let mut ours_all = Vec::new();
     let mut java_all = Vec::new();
     for round in 0..rounds {
         let topic = format!("bench-produce-{:08x}", fastrand::u32(..));
         runtime
-            .block_on(Admin::new(client.clone()).create_topics(&[NewTopic::new(&topic, PARTITIONS, 1)], Duration::from_secs(30)))
+            .block_on(Admin::new(client.clone()).create_topics(
+                &[NewTopic::new(&topic, PARTITIONS, 1)],
+                Duration::from_secs(30),
+            ))
             .expect("create topic");
         let o = runtime.block_on(ours(&client, &topic, records));
         let j = java(&classpath, &bootstrap, &topic, records);

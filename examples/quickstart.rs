@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ruststream_kafka::client::{
-    Admin, Client, ClientConfig, NewTopic, PartitionReader, Producer, ProducerConfig, ProducerRecord, Result,
+    Admin, Client, ClientConfig, NewTopic, PartitionReader, Producer, ProducerConfig,
+    ProducerRecord, Result,
 };
 
 #[tokio::main]
@@ -30,7 +31,10 @@ async fn main() -> Result<()> {
     }
     for d in deliveries {
         let m = d.await?;
-        println!("delivered to {}-{} at offset {}", m.topic, m.partition, m.offset);
+        println!(
+            "delivered to {}-{} at offset {}",
+            m.topic, m.partition, m.offset
+        );
     }
 
     let reader = PartitionReader::new(client.clone(), &topic, 0);

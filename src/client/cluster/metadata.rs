@@ -141,9 +141,11 @@ impl Metadata {
                 // Keep the newer leader where a lagging broker answered with an older epoch.
                 for p in &mut topic.partitions {
                     if let Some(known) = old.partitions.get(p.partition as usize)
-                        && p.leader_epoch >= 0 && known.leader_epoch > p.leader_epoch {
-                            *p = known.clone();
-                        }
+                        && p.leader_epoch >= 0
+                        && known.leader_epoch > p.leader_epoch
+                    {
+                        *p = known.clone();
+                    }
                 }
             }
             if topic.error == Some(ResponseError::UnknownTopicOrPartition) {
@@ -157,7 +159,9 @@ impl Metadata {
 }
 
 /// Reads one topic of a Metadata response; `None` for an entry without a name.
-fn topic_from(t: kafka_protocol::messages::metadata_response::MetadataResponseTopic) -> Result<Option<TopicInfo>> {
+fn topic_from(
+    t: kafka_protocol::messages::metadata_response::MetadataResponseTopic,
+) -> Result<Option<TopicInfo>> {
     let Some(name) = t.name else {
         return Ok(None);
     };
@@ -168,9 +172,16 @@ fn topic_from(t: kafka_protocol::messages::metadata_response::MetadataResponseTo
         let index = usize::try_from(p.partition_index)
             .ok()
             .filter(|i| *i < count)
-            .ok_or_else(|| Error::protocol(format_args!("topic {name} lists partition {} of {count}", p.partition_index)))?;
+            .ok_or_else(|| {
+                Error::protocol(format_args!(
+                    "topic {name} lists partition {} of {count}",
+                    p.partition_index
+                ))
+            })?;
         if partitions[index].is_some() {
-            return Err(Error::protocol(format_args!("topic {name} lists partition {index} twice")));
+            return Err(Error::protocol(format_args!(
+                "topic {name} lists partition {index} twice"
+            )));
         }
         partitions[index] = Some(PartitionInfo {
             partition: p.partition_index,

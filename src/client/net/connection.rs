@@ -11,6 +11,7 @@
 //! every request waiting on it, so nobody waits forever.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -23,7 +24,7 @@ use kafka_protocol::protocol::{
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
@@ -57,16 +58,20 @@ struct Pending {
 
 type PendingTable = Arc<Mutex<HashMap<i32, Pending>>>;
 
+static NEXT_CONNECTION_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A live connection to one broker.
 pub struct Connection {
+    id: u64,
     address: String,
     client_id: Option<StrBytes>,
-    frames: mpsc::Sender<Bytes>,
+    frames: mpsc::UnboundedSender<Bytes>,
     pending: PendingTable,
     next_correlation: AtomicI32,
     closed: Arc<AtomicBool>,
     versions: ApiVersions,
     reader: JoinHandle<()>,
+    writer: AbortHandle,
 }
 
 impl std::fmt::Debug for Connection {
@@ -81,6 +86,7 @@ impl std::fmt::Debug for Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.reader.abort();
+        self.writer.abort();
         fail_all(&self.pending, &self.address, "connection dropped");
     }
 }
@@ -111,8 +117,10 @@ impl Connection {
         let (read_half, write_half) = tokio::io::split(stream);
         let pending: PendingTable = Arc::new(Mutex::new(HashMap::new()));
         let closed = Arc::new(AtomicBool::new(false));
-        let (frames, frames_rx) = mpsc::channel::<Bytes>(256);
-        tokio::spawn(write_frames(
+        // Unbounded: what waits here is bounded by the callers (the producer's queue limits,
+        // one fetch per partition), and a synchronous hand-off is what keeps the wire order.
+        let (frames, frames_rx) = mpsc::unbounded_channel::<Bytes>();
+        let writer = tokio::spawn(write_frames(
             write_half,
             frames_rx,
             closed.clone(),
@@ -127,6 +135,7 @@ impl Connection {
             options.max_response_size,
         ));
         let mut connection = Connection {
+            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
             address: address.to_owned(),
             client_id: options.client_id.clone().map(StrBytes::from_string),
             frames,
@@ -135,6 +144,7 @@ impl Connection {
             closed,
             versions: ApiVersions::default(),
             reader,
+            writer: writer.abort_handle(),
         };
         let handshake = connection.handshake();
         connection.versions = tokio::time::timeout(options.connect_timeout, handshake)
@@ -163,6 +173,13 @@ impl Connection {
             format!("ApiVersions with {}", self.address)
         })?;
         Ok(ApiVersions::from_response(&response))
+    }
+
+    /// A number no other connection of this process has: tells a re-dialled connection to
+    /// the same broker from the one before.
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The broker's address, as dialled.
@@ -200,46 +217,52 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response> {
-        let (correlation, rx) = self.submit(request, version, true).await?;
+        self.start(request, version, timeout)?.response().await
+    }
+
+    /// Puts `request` on the wire and returns its answer as a future to await later.
+    ///
+    /// The request is queued for the wire before this returns, so requests started one after
+    /// the other on a connection reach the broker in that order, whatever order their answers
+    /// are awaited in: this is what a producer with several batches of a partition in flight
+    /// relies on.
+    pub fn start<R: Request>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<InFlight<R>> {
+        let (correlation, rx) = self.submit(request, version, true)?;
         let Some(rx) = rx else {
             return Err(Error::protocol("no response slot"));
         };
-        let mut body = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => answer?,
-            Ok(Err(_)) => return Err(Error::Closed(format!("connection to {}", self.address))),
-            Err(_) => {
-                // A late answer would arrive out of any order the caller can reason about (an
-                // idempotent producer's retry in particular), so the socket is given up.
-                self.close(&format!("request {correlation} timed out"));
-                return Err(Error::Timeout(format!(
-                    "{:?} v{version} to {} after {timeout:?}",
-                    ApiKey::try_from(R::KEY).ok(),
-                    self.address
-                )));
-            }
-        };
-        super::shape_check::check_response(R::KEY, version, &body).map_err(|e| {
-            Error::protocol(format_args!(
-                "{:?} v{version} response from {}: {e}",
-                ApiKey::try_from(R::KEY).ok(),
-                self.address
-            ))
-        })?;
-        R::Response::decode(&mut body, version).map_err(|e| {
-            Error::protocol(format_args!(
-                "{:?} v{version} response from {}: {e}",
-                ApiKey::try_from(R::KEY).ok(),
-                self.address
-            ))
+        Ok(InFlight {
+            correlation,
+            rx,
+            version,
+            timeout,
+            closer: self.closer(),
+            _request: PhantomData,
         })
     }
 
-    /// Sends a request for which the broker sends no answer (a Produce with `acks=0`).
-    pub async fn send_without_response<R: Request>(&self, request: &R, version: i16) -> Result<()> {
-        self.submit(request, version, false).await.map(|_| ())
+    fn closer(&self) -> Closer {
+        Closer {
+            address: self.address.clone(),
+            pending: self.pending.clone(),
+            closed: self.closed.clone(),
+            reader: self.reader.abort_handle(),
+            writer: self.writer.clone(),
+        }
     }
 
-    async fn submit<R: Request>(
+    /// Sends a request for which the broker sends no answer (a Produce with `acks=0`); it is
+    /// queued for the wire before this returns.
+    pub fn start_without_response<R: Request>(&self, request: &R, version: i16) -> Result<()> {
+        self.submit(request, version, false).map(|_| ())
+    }
+
+    fn submit<R: Request>(
         &self,
         request: &R,
         version: i16,
@@ -278,11 +301,17 @@ impl Connection {
                     flexible_header,
                 },
             );
+            // A close between the check above and the insert would have missed this entry
+            // and left its caller waiting for an answer no reader will deliver.
+            if self.is_closed() {
+                lock(&self.pending).remove(&correlation);
+                return Err(Error::Closed(format!("connection to {}", self.address)));
+            }
             Some(rx)
         } else {
             None
         };
-        if self.frames.send(frame.freeze()).await.is_err() {
+        if self.frames.send(frame.freeze()).is_err() {
             lock(&self.pending).remove(&correlation);
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
@@ -291,9 +320,82 @@ impl Connection {
 
     /// Closes the connection, failing every request in flight on it.
     pub fn close(&self, why: &str) {
+        self.closer().close(why);
+    }
+}
+
+/// What it takes to close a connection from a request's side (after its timeout).
+#[derive(Clone)]
+struct Closer {
+    address: String,
+    pending: PendingTable,
+    closed: Arc<AtomicBool>,
+    reader: AbortHandle,
+    writer: AbortHandle,
+}
+
+impl Closer {
+    fn close(&self, why: &str) {
         self.closed.store(true, Ordering::Release);
+        // Nothing more goes out on a closed connection: a frame still queued would reach the
+        // broker after its caller was told it failed.
+        self.writer.abort();
         self.reader.abort();
         fail_all(&self.pending, &self.address, why);
+    }
+}
+
+/// A request on the wire whose answer has not been read yet.
+pub struct InFlight<R: Request> {
+    correlation: i32,
+    rx: oneshot::Receiver<Result<Bytes>>,
+    version: i16,
+    timeout: Duration,
+    closer: Closer,
+    _request: PhantomData<fn() -> R>,
+}
+
+impl<R: Request> std::fmt::Debug for InFlight<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight")
+            .field("api", &R::KEY)
+            .field("correlation", &self.correlation)
+            .field("broker", &self.closer.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Request> InFlight<R> {
+    /// Waits for the answer (up to the request's timeout) and decodes it.
+    ///
+    /// A timeout closes the connection: a late answer would arrive out of any order the caller
+    /// can reason about (an idempotent producer's retry in particular).
+    pub async fn response(self) -> Result<R::Response> {
+        let version = self.version;
+        let api = ApiKey::try_from(R::KEY).ok();
+        let address = &self.closer.address;
+        let mut body = match tokio::time::timeout(self.timeout, self.rx).await {
+            Ok(Ok(answer)) => answer?,
+            Ok(Err(_)) => return Err(Error::Closed(format!("connection to {address}"))),
+            Err(_) => {
+                self.closer
+                    .close(&format!("request {} timed out", self.correlation));
+                return Err(Error::Timeout(format!(
+                    "{api:?} v{version} to {address} after {:?}",
+                    self.timeout
+                )));
+            }
+        };
+        super::shape_check::check_response(R::KEY, version, &body).map_err(|e| {
+            Error::protocol(format_args!(
+                "{api:?} v{version} response from {address}: {e}"
+            ))
+        })?;
+        R::Response::decode(&mut body, version).map_err(|e| {
+            Error::protocol(format_args!(
+                "{api:?} v{version} response from {address}: {e}"
+            ))
+        })
     }
 }
 
@@ -314,7 +416,7 @@ fn fail_all(pending: &PendingTable, address: &str, why: &str) {
 
 async fn write_frames<W: AsyncWrite + Unpin>(
     writer: W,
-    mut frames: mpsc::Receiver<Bytes>,
+    mut frames: mpsc::UnboundedReceiver<Bytes>,
     closed: Arc<AtomicBool>,
     pending: PendingTable,
     address: String,

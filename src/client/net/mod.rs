@@ -7,5 +7,5 @@ mod shapes;
 mod versions;
 
 pub use backoff::Backoff;
-pub use connection::{Connection, ConnectionOptions};
+pub use connection::{Connection, ConnectionOptions, InFlight};
 pub use versions::ApiVersions;

@@ -69,6 +69,13 @@ pub(super) struct PartitionQueue {
     pub open: Option<OpenBatch>,
     pub ready: VecDeque<ClosedBatch>,
     pub in_flight: usize,
+    /// The connection the in-flight batches went out on: a partition's batches may only be
+    /// in flight on one connection at a time, or the broker could see them out of order.
+    pub in_flight_conn: u64,
+    /// A batch of this partition was acknowledged in the current epoch. Until then the broker
+    /// may hold no state for us there and accepts any first sequence, so only one batch may
+    /// be in flight: a later batch must never be written ahead of an earlier one.
+    pub acked_in_epoch: bool,
     pub next_sequence: i32,
     /// The `order` the next closed batch gets.
     pub next_order: u64,

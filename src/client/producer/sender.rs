@@ -31,6 +31,7 @@ use super::RecordMetadata;
 use super::accumulator::{ClosedBatch, Shared, State, close_open};
 use crate::client::config::Acks;
 use crate::client::error::{Error, Result};
+use crate::client::net::{Connection, InFlight};
 use crate::client::records::ProducerState;
 
 /// Produce versions with topic names (v13 moved to topic ids).
@@ -42,6 +43,8 @@ enum Event {
         node: i32,
         batches: Vec<ClosedBatch>,
         result: Result<Option<ProduceResponse>>,
+        /// Whether the request may have reached the broker (if not, a failure is harmless).
+        reached_wire: bool,
     },
     ProducerId(Result<(i64, i16)>),
     Refreshed,
@@ -58,6 +61,10 @@ struct Sender {
     refresh_in_flight: bool,
     refresh_topics: HashSet<Arc<str>>,
     last_refresh: Option<Instant>,
+    /// Connections to the leaders, fetched before each planning round.
+    conns: HashMap<i32, Arc<Connection>>,
+    /// When a leader could not be dialled, the next time to try.
+    dial_retry_at: Option<Instant>,
 }
 
 pub(super) async fn run(shared: Arc<Shared>) {
@@ -73,6 +80,8 @@ pub(super) async fn run(shared: Arc<Shared>) {
         refresh_in_flight: false,
         refresh_topics: HashSet::new(),
         last_refresh: None,
+        conns: HashMap::new(),
+        dial_retry_at: None,
     };
     sender.run().await;
 }
@@ -91,8 +100,18 @@ impl Sender {
                     return;
                 }
             }
+            while let Some(joined) = self.tasks.try_join_next() {
+                match joined {
+                    Ok(event) => self.handle(event),
+                    Err(e) => tracing::error!(error = %e, "producer request task failed"),
+                }
+            }
             self.maybe_init_producer_id();
-            let (requests, next_wake) = self.plan(Instant::now(), closing);
+            self.connect_leaders().await;
+            let (requests, mut next_wake) = self.plan(Instant::now(), closing);
+            if let Some(at) = self.dial_retry_at {
+                next_wake = Some(next_wake.map_or(at, |w| w.min(at)));
+            }
             let sent_any = !requests.is_empty();
             for (node, batches) in requests {
                 self.dispatch(node, batches);
@@ -144,8 +163,9 @@ impl Sender {
                 let conn = client.any_connection().await?;
                 let version =
                     conn.version_of::<InitProducerIdRequest>(INIT_PRODUCER_ID_VERSIONS)?;
-                let mut request =
-                    InitProducerIdRequest::default().with_transaction_timeout_ms(60_000);
+                let mut request = InitProducerIdRequest::default()
+                    .with_transactional_id(None) // the default is "", which brokers refuse
+                    .with_transaction_timeout_ms(60_000);
                 if pid >= 0 && version >= 3 {
                     request = request
                         .with_producer_id(ProducerId(pid))
@@ -181,34 +201,14 @@ impl Sender {
         let flushing = state.flushing > 0 || closing;
         let producer_ready = !idempotent || (state.producer_id >= 0 && !state.bump_needed);
         let (pid, epoch) = (state.producer_id, state.producer_epoch);
-        let timeout = config.message_timeout;
         let mut topics: Vec<Arc<str>> = Vec::new();
         let mut released = (0usize, 0usize);
         for (topic, queues) in &mut state.topics {
             for (p, queue) in queues.partitions.iter_mut().enumerate() {
                 let partition = p as i32;
-                if let Some(open) = &queue.open {
-                    let due = open.created + config.linger;
-                    if flushing || now >= due {
-                        close_open(queue, topic, partition);
-                    } else {
-                        wake_at(due);
-                    }
-                }
-                // Give up on batches that waited past message.timeout.ms.
-                if !timeout.is_zero() {
-                    while queue
-                        .ready
-                        .front()
-                        .is_some_and(|b| now >= b.created + timeout)
-                    {
-                        if let Some(b) = queue.ready.pop_front() {
-                            expired.push(b);
-                        }
-                    }
-                    if let Some(b) = queue.ready.front() {
-                        wake_at(b.created + timeout);
-                    }
+                if let Some(at) = age(queue, topic, partition, now, flushing, config, &mut expired)
+                {
+                    wake_at(at);
                 }
                 if queue.ready.is_empty() || !producer_ready {
                     continue;
@@ -226,7 +226,7 @@ impl Sender {
                     }
                     queue.retry_at = None;
                 }
-                if idempotent && queue.in_flight >= 5 {
+                if idempotent && queue.in_flight >= if queue.acked_in_epoch { 5 } else { 1 } {
                     continue;
                 }
                 let leader = self
@@ -237,6 +237,14 @@ impl Sender {
                     topics.push(topic.clone());
                     continue;
                 };
+                let Some(conn) = self.conns.get(&node).filter(|c| !c.is_closed()) else {
+                    continue;
+                };
+                if queue.in_flight > 0 && queue.in_flight_conn != conn.id() {
+                    // Earlier batches are still out on another (broken) connection: their fate
+                    // must be known before anything after them goes out.
+                    continue;
+                }
                 let busy = self.node_in_flight.get(&node).copied().unwrap_or(0)
                     + requests.get(&node).map_or(0, |_| 1);
                 if busy >= per_connection && !requests.contains_key(&node) {
@@ -250,6 +258,7 @@ impl Sender {
                     continue;
                 }
                 queue.in_flight += 1;
+                queue.in_flight_conn = conn.id();
                 requests.entry(node).or_default().push(batch);
             }
         }
@@ -272,19 +281,77 @@ impl Sender {
         (requests, next_wake)
     }
 
+    /// Dials (or reuses) the connection to every leader that has batches waiting.
+    async fn connect_leaders(&mut self) {
+        let now = Instant::now();
+        if self.dial_retry_at.is_some_and(|at| now < at) {
+            return;
+        }
+        self.dial_retry_at = None;
+        let nodes: HashSet<i32> = {
+            let state = self.shared.lock();
+            let client = &self.shared.client;
+            client.with_metadata(|m| {
+                state
+                    .topics
+                    .iter()
+                    .flat_map(|(topic, queues)| {
+                        queues
+                            .partitions
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, q)| !q.ready.is_empty() || q.open.is_some())
+                            .filter_map(move |(p, _)| {
+                                m.leader(topic, p as i32).map(|(node, _)| node)
+                            })
+                    })
+                    .collect()
+            })
+        };
+        for node in nodes {
+            if self.conns.get(&node).is_some_and(|c| !c.is_closed()) {
+                continue;
+            }
+            match self.shared.client.connection(node).await {
+                Ok(conn) => {
+                    self.conns.insert(node, conn);
+                }
+                Err(e) => {
+                    tracing::debug!(node, error = %e, "cannot reach the leader");
+                    self.conns.remove(&node);
+                    let retry = now + self.shared.client.config().retry_backoff;
+                    self.dial_retry_at = Some(self.dial_retry_at.map_or(retry, |at| at.min(retry)));
+                    // The leader may have moved.
+                    let topics: Vec<Arc<str>> = self.shared.lock().topics.keys().cloned().collect();
+                    self.refresh_topics.extend(topics);
+                }
+            }
+        }
+    }
+
+    /// Puts one Produce request on the wire now, on the connection the plan chose, so that
+    /// requests leave in the order they were planned (sequence order within each partition);
+    /// a task waits for the answer.
     fn dispatch(&mut self, node: i32, batches: Vec<ClosedBatch>) {
         *self.node_in_flight.entry(node).or_default() += 1;
         self.batches_in_flight += batches.len();
-        let client = self.shared.client.clone();
         let config = &self.shared.config;
-        let acks = config.acks;
-        let timeout = config.request_timeout;
+        let started = match self.conns.get(&node) {
+            Some(conn) => start_produce(conn, config.acks, config.request_timeout, &batches),
+            None => Err(Error::Closed(format!("no connection to broker {node}"))),
+        };
+        let reached_wire = started.is_ok();
         self.tasks.spawn(async move {
-            let result = send_produce(&client, node, acks, timeout, &batches).await;
+            let result = match started {
+                Ok(Some(in_flight)) => in_flight.response().await.map(Some),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
             Event::Produced {
                 node,
                 batches,
                 result,
+                reached_wire,
             }
         });
     }
@@ -320,12 +387,13 @@ impl Sender {
                 node,
                 batches,
                 result,
+                reached_wire,
             } => {
                 if let Some(n) = self.node_in_flight.get_mut(&node) {
                     *n = n.saturating_sub(1);
                 }
                 self.batches_in_flight = self.batches_in_flight.saturating_sub(batches.len());
-                self.on_produced(node, batches, result);
+                self.on_produced(node, batches, result, reached_wire);
             }
         }
     }
@@ -372,6 +440,7 @@ impl Sender {
         for queues in state.topics.values_mut() {
             for queue in &mut queues.partitions {
                 queue.next_sequence = 0;
+                queue.acked_in_epoch = false;
                 let mut keep = std::collections::VecDeque::with_capacity(queue.ready.len());
                 while let Some(mut b) = queue.ready.pop_front() {
                     if b.maybe_written {
@@ -399,6 +468,7 @@ impl Sender {
         node: i32,
         batches: Vec<ClosedBatch>,
         result: Result<Option<ProduceResponse>>,
+        reached_wire: bool,
     ) {
         let response = match result {
             Ok(r) => r,
@@ -406,8 +476,15 @@ impl Sender {
                 tracing::debug!(node, error = %e, "produce request failed");
                 let shared = self.shared.clone();
                 let mut state = shared.lock();
+                // A request that never reached the wire was certainly not written: retry it
+                // like any retriable failure, with nothing left unknown.
+                let e = if reached_wire {
+                    e
+                } else {
+                    Error::Timeout(format!("not sent: {e}"))
+                };
                 for b in batches {
-                    self.retry_or_fail(&mut state, b, &e, true);
+                    self.retry_or_fail(&mut state, b, &e, reached_wire);
                 }
                 drop(state);
                 self.shared.wake.notify_one();
@@ -593,6 +670,7 @@ fn complete_batch(
 ) {
     if let Some(queue) = queue_of(state, &batch) {
         queue.in_flight = queue.in_flight.saturating_sub(1);
+        queue.acked_in_epoch = true;
     }
     for (i, d) in batch.deliveries.into_iter().enumerate() {
         released.0 += 1;
@@ -613,6 +691,45 @@ fn complete_batch(
             },
         }));
     }
+}
+
+/// Closes the open batch once it has lingered long enough (at once while flushing) and takes
+/// out the batches that waited past `message.timeout.ms`; returns when to look again.
+fn age(
+    queue: &mut super::accumulator::PartitionQueue,
+    topic: &Arc<str>,
+    partition: i32,
+    now: Instant,
+    flushing: bool,
+    config: &crate::client::config::ProducerConfig,
+    expired: &mut Vec<ClosedBatch>,
+) -> Option<Instant> {
+    let mut wake: Option<Instant> = None;
+    if let Some(open) = &queue.open {
+        let due = open.created + config.linger;
+        if flushing || now >= due {
+            close_open(queue, topic, partition);
+        } else {
+            wake = Some(due);
+        }
+    }
+    let timeout = config.message_timeout;
+    if !timeout.is_zero() {
+        while queue
+            .ready
+            .front()
+            .is_some_and(|b| now >= b.created + timeout)
+        {
+            if let Some(b) = queue.ready.pop_front() {
+                expired.push(b);
+            }
+        }
+        if let Some(b) = queue.ready.front() {
+            let at = b.created + timeout;
+            wake = Some(wake.map_or(at, |w| w.min(at)));
+        }
+    }
+    wake
 }
 
 /// Fixes the batch's sequence (first send, or first send in a new epoch) and encodes it.
@@ -657,14 +774,12 @@ fn fail_batch(released: &mut (usize, usize), batch: ClosedBatch, error: &Error) 
     }
 }
 
-async fn send_produce(
-    client: &crate::client::Client,
-    node: i32,
+fn start_produce(
+    conn: &Connection,
     acks: Acks,
     timeout: Duration,
     batches: &[ClosedBatch],
-) -> Result<Option<ProduceResponse>> {
-    let conn = client.connection(node).await?;
+) -> Result<Option<InFlight<ProduceRequest>>> {
     let version = conn.version_of::<ProduceRequest>(PRODUCE_VERSIONS)?;
     let mut topics: Vec<TopicProduceData> = Vec::new();
     for b in batches {
@@ -684,14 +799,15 @@ async fn send_produce(
         }
     }
     let request = ProduceRequest::default()
+        .with_transactional_id(None)
         .with_acks(acks.wire())
         .with_timeout_ms(i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX))
         .with_topic_data(topics);
     if acks == Acks::None {
-        conn.send_without_response(&request, version).await?;
+        conn.start_without_response(&request, version)?;
         return Ok(None);
     }
     // The broker answers by `timeout` at the latest; allow for the network on top.
     let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
-    conn.send(&request, version, wait).await.map(Some)
+    conn.start(&request, version, wait).map(Some)
 }
