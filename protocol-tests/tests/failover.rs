@@ -32,7 +32,7 @@ async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
         Ok(p) => p,
         Err(e) => panic!("{e}"),
     };
-    let total = 30_000usize;
+    let total = 60_000usize;
     let mut deliveries = Vec::with_capacity(total);
     for i in 0..total {
         if i == total / 3 {
@@ -53,8 +53,9 @@ async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
             Ok(d) => deliveries.push((i, d)),
             Err(e) => panic!("send {i}: {e}"),
         }
-        if i % 500 == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if i % 100 == 0 {
+            // Keep a steady stream, so that batches are in flight when the broker dies.
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
     let mut acknowledged = HashSet::new();
@@ -70,11 +71,9 @@ async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
             }
         }
     }
-    eprintln!(
-        "acknowledged {}, failed {failed}, retries {}",
-        acknowledged.len(),
-        producer.retries()
-    );
+    let retries = producer.retries();
+    eprintln!("acknowledged {}, failed {failed}, retries {retries}", acknowledged.len());
+    assert!(retries > 0, "the kill must hit batches in flight (no retry happened)");
     let read = read_all(&client, &topic, 3).await;
     let mut seen = HashSet::new();
     for (partition, records) in read.iter().enumerate() {
