@@ -24,7 +24,7 @@ pub use admin::{Admin, NewTopic, OffsetSpec};
 pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub use error::{Error, ResponseError, Result};
-pub use net::{ApiVersions, Backoff, Connection, ConnectionOptions};
+pub use net::{ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response};
 pub use producer::{DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata};
 pub use reader::{FetchedPartition, IsolationLevel, PartitionReader};
 pub use records::{Codec, Header, Record};

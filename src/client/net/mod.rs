@@ -8,4 +8,5 @@ mod versions;
 
 pub use backoff::Backoff;
 pub use connection::{Connection, ConnectionOptions, InFlight};
+pub use shape_check::check_response;
 pub use versions::ApiVersions;
