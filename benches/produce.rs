@@ -4,6 +4,7 @@
 //! ```text
 //! scripts/kafka up && eval "$(scripts/kafka env | sed 's/^/export /')"
 //! cargo bench --bench produce            # BENCH_RECORDS (default 1000000), BENCH_ROUNDS (3)
+//! BENCH_JAVA_PROPS='batch.size=1000000' cargo bench --bench produce   # Java with our batch size
 //! ```
 //!
 //! Rounds alternate between the two clients so that machine noise hits both alike; the
@@ -89,17 +90,18 @@ async fn ours(client: &Client, topic: &str, records: usize) -> Figures {
 }
 
 fn java(classpath: &str, bootstrap: &str, topic: &str, records: usize) -> Figures {
-    let start = Instant::now();
+    // Extra producer properties for the Java side, e.g. `batch.size=1000000` to match
+    // librdkafka's (and our) default batch size instead of Java's 16 KiB.
+    let extra = std::env::var("BENCH_JAVA_PROPS").unwrap_or_default();
     let out = Command::new("bash")
         .arg("-c")
         .arg(format!(
             "TIMEFORMAT='%U %S'; time java -cp '{classpath}' org.apache.kafka.tools.ProducerPerformance \
              --topic {topic} --num-records {records} --record-size 100 --throughput -1 \
-             --producer-props bootstrap.servers={bootstrap} acks=all enable.idempotence=true linger.ms=5"
+             --producer-props bootstrap.servers={bootstrap} acks=all enable.idempotence=true linger.ms=5 {extra}"
         ))
         .output()
         .expect("java");
-    let _ = start;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
