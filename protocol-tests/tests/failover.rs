@@ -72,8 +72,14 @@ async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
         }
     }
     let retries = producer.retries();
-    eprintln!("acknowledged {}, failed {failed}, retries {retries}", acknowledged.len());
-    assert!(retries > 0, "the kill must hit batches in flight (no retry happened)");
+    eprintln!(
+        "acknowledged {}, failed {failed}, retries {retries}",
+        acknowledged.len()
+    );
+    assert!(
+        retries > 0,
+        "the kill must hit batches in flight (no retry happened)"
+    );
     let read = read_all(&client, &topic, 3).await;
     let mut seen = HashSet::new();
     for (partition, records) in read.iter().enumerate() {

@@ -21,6 +21,9 @@ async fn retries_through_dropped_connections_write_each_record_once() {
         enable_idempotence: true,
         linger: Duration::from_millis(2),
         batch_num_messages: 200,
+        // Far more than the test needs: a producer that stalls fails here instead of
+        // finishing late.
+        message_timeout: Duration::from_secs(60),
         ..ProducerConfig::default()
     };
     let p = producer(&client, config).await;

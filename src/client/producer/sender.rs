@@ -109,7 +109,10 @@ impl Sender {
             self.maybe_init_producer_id();
             self.connect_leaders().await;
             let (requests, mut next_wake) = self.plan(Instant::now(), closing);
-            if let Some(at) = self.dial_retry_at {
+            for at in [self.dial_retry_at, self.init_retry_at]
+                .into_iter()
+                .flatten()
+            {
                 next_wake = Some(next_wake.map_or(at, |w| w.min(at)));
             }
             let sent_any = !requests.is_empty();
@@ -238,6 +241,9 @@ impl Sender {
                     continue;
                 };
                 let Some(conn) = self.conns.get(&node).filter(|c| !c.is_closed()) else {
+                    // The connection broke after it was fetched: dial again right away (or
+                    // when the dial backoff says), not at the next unrelated wake-up.
+                    wake_at(self.dial_retry_at.unwrap_or(now));
                     continue;
                 };
                 if queue.in_flight > 0 && queue.in_flight_conn != conn.id() {
