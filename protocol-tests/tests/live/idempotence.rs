@@ -23,7 +23,7 @@ async fn retries_through_dropped_connections_write_each_record_once() {
         batch_num_messages: 200,
         // Far more than the test needs: a producer that stalls fails here instead of
         // finishing late.
-        message_timeout: Duration::from_secs(60),
+        message_timeout: Duration::from_mins(1),
         ..ProducerConfig::default()
     };
     let p = producer(&client, config).await;
