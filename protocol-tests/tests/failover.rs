@@ -7,10 +7,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use protocol_tests::{client, create_topic, kafka_script, read_all, unique_topic};
-use ruststream_kafka::client::{Client, Producer, ProducerConfig, ProducerRecord};
+use ruststream_kafka::client::{Client, DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
+
+/// The tests of this file stop brokers: one at a time, or the cluster loses its quorum.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let client = client().await;
     let brokers = client.with_metadata(|m| m.brokers.len());
     assert_eq!(
@@ -125,5 +129,107 @@ async fn new_leader(client: &Client, topic: &str, old: i32) -> Option<i32> {
             return now;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The only replica of a partition stops answering (SIGSTOP) while batches are in flight to
+/// it; they time out with their outcome unknown and expire, so the producer bumps its epoch
+/// (InitProducerId) before it sends again. Records after the broker resumes are delivered, and nothing is
+/// written twice (the expired records may or may not be in the log, but at most once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_batches_bump_the_epoch_and_nothing_is_written_twice() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let client = client().await;
+    let topic = unique_topic("epoch-bump");
+    let admin = ruststream_kafka::client::Admin::new(client.clone());
+    let spec = ruststream_kafka::client::NewTopic::new(&topic, 1, 1);
+    if let Err(e) = admin.create_topics(&[spec], Duration::from_secs(30)).await {
+        panic!("{e}");
+    }
+    let leader = match client.leader_of(&topic, 0).await {
+        Ok((node, _)) => node,
+        Err(e) => panic!("{e}"),
+    };
+    let config = ProducerConfig {
+        enable_idempotence: true,
+        request_timeout: Duration::from_secs(1),
+        message_timeout: Duration::from_secs(5),
+        ..ProducerConfig::default()
+    };
+    let producer = match Producer::new(client.clone(), config) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let before = send_range(&producer, &topic, 0..1000).await;
+    assert_eq!(before, 0, "records before the pause are delivered");
+    let first = producer.producer_id();
+    let pid = kafka_script(&["pid", &leader.to_string()])
+        .trim()
+        .to_owned();
+    signal(&pid, "-STOP");
+    let expired = send_range(&producer, &topic, 1000..2000).await;
+    signal(&pid, "-CONT");
+    let after = send_range(&producer, &topic, 2000..3000).await;
+    let now = producer.producer_id();
+    eprintln!(
+        "expired {expired}, producer (id, epoch) {first:?} -> {now:?}, retries {}",
+        producer.retries()
+    );
+    assert_eq!(after, 0, "records after the broker resumed are delivered");
+    assert_eq!(
+        expired, 1000,
+        "with the only replica silent, every record sent meanwhile expires"
+    );
+    // Kafka gives a non-transactional producer a new id (epoch 0) where a transactional one
+    // would get epoch + 1: either way the sequences start afresh.
+    assert_ne!(
+        now, first,
+        "the producer took a new id or epoch after the expired batches"
+    );
+    let read = read_all(&client, &topic, 1).await;
+    let mut seen = HashSet::new();
+    for r in &read[0] {
+        let n: i64 = String::from_utf8_lossy(r.value.as_deref().unwrap_or_default())
+            .parse()
+            .unwrap_or(-1);
+        assert!(seen.insert(n), "record {n} written twice");
+    }
+    for n in (0..1000).chain(2000..3000) {
+        assert!(seen.contains(&n), "acknowledged record {n} is missing");
+    }
+}
+
+/// Sends records `range` and waits for them; returns how many failed.
+async fn send_range(producer: &Producer, topic: &str, range: std::ops::Range<usize>) -> usize {
+    let mut deliveries = Vec::new();
+    for i in range {
+        deliveries.push(send(producer, topic, i).await);
+    }
+    let mut failed = 0;
+    for d in deliveries {
+        if d.await.is_err() {
+            failed += 1;
+        }
+    }
+    failed
+}
+
+fn signal(pid: &str, signal: &str) {
+    match std::process::Command::new("kill")
+        .args([signal, pid])
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        other => panic!("kill {signal} {pid}: {other:?}"),
+    }
+}
+
+async fn send(producer: &Producer, topic: &str, i: usize) -> DeliveryFuture {
+    match producer
+        .send(ProducerRecord::new(topic, Bytes::from(format!("{i}"))))
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => panic!("send {i}: {e}"),
     }
 }

@@ -199,6 +199,7 @@ impl Sender {
         let mut next_wake: Option<Instant> = None;
         let mut wake_at = |t: Instant| next_wake = Some(next_wake.map_or(t, |w: Instant| w.min(t)));
         let mut requests: HashMap<i32, Vec<ClosedBatch>> = HashMap::new();
+        let mut request_bytes: HashMap<i32, usize> = HashMap::new();
         let mut expired: Vec<ClosedBatch> = Vec::new();
         let mut state = self.shared.lock();
         let flushing = state.flushing > 0 || closing;
@@ -256,9 +257,20 @@ impl Sender {
                 if busy >= per_connection && !requests.contains_key(&node) {
                     continue;
                 }
+                // A request stays within message.max.bytes (librdkafka's meaning of it: the
+                // largest protocol request), except that one batch always goes; what does not
+                // fit goes in the next request, planned right after this one.
+                let size = queue.ready.front().map_or(0, |b| {
+                    b.encoded.as_ref().map_or(b.builder.size(), Bytes::len)
+                });
+                let planned = request_bytes.get(&node).copied().unwrap_or(0);
+                if planned > 0 && planned + size > config.message_max_bytes {
+                    continue;
+                }
                 let Some(mut batch) = queue.ready.pop_front() else {
                     continue;
                 };
+                *request_bytes.entry(node).or_default() += size;
                 if let Err(e) = prepare(config, queue, &mut batch, pid, epoch) {
                     fail_batch(&mut released, batch, &e);
                     continue;
