@@ -134,7 +134,7 @@ async fn new_leader(client: &Client, topic: &str, old: i32) -> Option<i32> {
 
 /// The only replica of a partition stops answering (SIGSTOP) while batches are in flight to
 /// it; they time out with their outcome unknown and expire, so the producer bumps its epoch
-/// (InitProducerId) before it sends again. Records after the broker resumes are delivered, and nothing is
+/// (`InitProducerId`) before it sends again. Records after the broker resumes are delivered, and nothing is
 /// written twice (the expired records may or may not be in the log, but at most once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_batches_bump_the_epoch_and_nothing_is_written_twice() {
