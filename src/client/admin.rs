@@ -107,16 +107,10 @@ impl Admin {
             .send(&request, version, timeout + self.client.socket_timeout())
             .await?;
         for t in &response.topics {
-            if let Some(code) = ResponseError::try_from_code(t.error_code) {
-                return Err(Error::Broker {
-                    code,
-                    context: format!(
-                        "creating topic {}: {}",
-                        t.name.0.as_str(),
-                        t.error_message.as_ref().map_or("", |m| m.as_str())
-                    ),
-                });
-            }
+            Error::check(t.error_code, || {
+                let message = t.error_message.as_ref().map_or("", |m| m.as_str());
+                format!("creating topic {}: {message}", t.name.0.as_str())
+            })?;
         }
         let names: Vec<&str> = topics.iter().map(|t| t.name.as_str()).collect();
         self.wait_for_leaders(&names, timeout).await
@@ -173,15 +167,12 @@ impl Admin {
             .send(&request, version, timeout + self.client.socket_timeout())
             .await?;
         for r in &response.responses {
-            if let Some(code) = ResponseError::try_from_code(r.error_code) {
-                return Err(Error::Broker {
-                    code,
-                    context: format!(
-                        "deleting topic {}",
-                        r.name.as_ref().map_or("?", |n| n.0.as_str())
-                    ),
-                });
-            }
+            Error::check(r.error_code, || {
+                format!(
+                    "deleting topic {}",
+                    r.name.as_ref().map_or("?", |n| n.0.as_str())
+                )
+            })?;
         }
         Ok(())
     }
