@@ -29,13 +29,7 @@ fn record(topic: &str, i: i64) -> ProducerRecord {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_codec_round_trips_every_field() {
     let client = client().await;
-    for codec in [
-        Codec::None,
-        Codec::Gzip,
-        Codec::Snappy,
-        Codec::Lz4,
-        Codec::Zstd,
-    ] {
+    for codec in Codec::ALL {
         let topic = unique_topic(&format!("codec-{}", codec.name()));
         create_topic(&client, &topic, 3).await;
         let p = producer(&client, codec_config(codec)).await;

@@ -28,13 +28,7 @@ fn java_record(topic: &str, i: usize, partitions: usize) -> ProducerRecord {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn we_read_what_the_java_client_writes_with_every_codec() {
     let client = client().await;
-    for codec in [
-        Codec::None,
-        Codec::Gzip,
-        Codec::Snappy,
-        Codec::Lz4,
-        Codec::Zstd,
-    ] {
+    for codec in Codec::ALL {
         let topic = unique_topic(&format!("from-java-{}", codec.name()));
         create_topic(&client, &topic, 3).await;
         let out = java_interop(&[
@@ -75,13 +69,7 @@ async fn we_read_what_the_java_client_writes_with_every_codec() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_java_client_reads_what_we_write_with_every_codec() {
     let client = client().await;
-    for codec in [
-        Codec::None,
-        Codec::Gzip,
-        Codec::Snappy,
-        Codec::Lz4,
-        Codec::Zstd,
-    ] {
+    for codec in Codec::ALL {
         let topic = unique_topic(&format!("to-java-{}", codec.name()));
         create_topic(&client, &topic, 3).await;
         let p = producer(&client, codec_config(codec)).await;

@@ -591,13 +591,7 @@ mod tests {
 
     #[test]
     fn round_trips_every_field() {
-        for codec in [
-            Codec::None,
-            Codec::Gzip,
-            Codec::Snappy,
-            Codec::Lz4,
-            Codec::Zstd,
-        ] {
+        for codec in Codec::ALL {
             let data = sample(codec);
             let batches: Vec<Batch> = RecordBatches::new(data, 1 << 20)
                 .collect::<Result<_>>()
