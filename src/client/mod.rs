@@ -7,6 +7,8 @@
 mod admin;
 mod cluster;
 mod config;
+mod consumer;
+mod coordinator;
 mod error;
 mod net;
 pub mod producer;
@@ -23,6 +25,8 @@ use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 pub use admin::{Admin, NewTopic, OffsetSpec};
 pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
+pub use consumer::{CommittedOffset, GroupMember, OffsetToCommit, Offsets};
+pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
 pub use net::{ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response};
 pub use producer::{DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata};
@@ -46,6 +50,7 @@ struct Inner {
     metadata: RwLock<Metadata>,
     // Serialises refreshes so that a burst of misses costs one request.
     refreshing: tokio::sync::Mutex<()>,
+    coordinators: coordinator::Coordinators,
 }
 
 /// Refreshes the known topics every `topic.metadata.refresh.interval.ms`, until the client is
@@ -90,6 +95,7 @@ impl Client {
                 connections: Connections::new(options, backoff),
                 metadata: RwLock::new(Metadata::default()),
                 refreshing: tokio::sync::Mutex::new(()),
+                coordinators: coordinator::Coordinators::default(),
                 config,
             }),
         };
@@ -267,6 +273,10 @@ impl Client {
     /// Closes every connection; requests in flight fail.
     pub fn close(&self) {
         self.inner.connections.close_all();
+    }
+
+    pub(crate) fn coordinators(&self) -> &coordinator::Coordinators {
+        &self.inner.coordinators
     }
 
     pub(crate) fn socket_timeout(&self) -> Duration {

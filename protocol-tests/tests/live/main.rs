@@ -5,6 +5,7 @@ mod batches;
 mod codecs;
 mod idempotence;
 mod interop;
+mod offsets;
 mod ordering;
 
 use std::time::Duration;
