@@ -107,11 +107,20 @@ impl Offsets {
         member: Option<&GroupMember>,
         offsets: &[OffsetToCommit],
     ) -> Result<()> {
+        self.retrying(|| self.commit_once(member, offsets)).await
+    }
+
+    /// Runs `op` again while the coordinator moves or loads (up to `ATTEMPTS` tries).
+    async fn retrying<T, F, Fut>(&self, op: F) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
         let mut backoff = self.client.retry_backoff();
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.commit_once(member, offsets).await {
+            match op().await {
                 Err(e)
                     if attempt < ATTEMPTS
                         && (retry_here(e.code()) || matches!(e, Error::Io { .. })) =>
@@ -192,24 +201,8 @@ impl Offsets {
         partitions: &[(&str, i32)],
         require_stable: bool,
     ) -> Result<Vec<CommittedOffset>> {
-        let mut backoff = self.client.retry_backoff();
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match self.fetch_once(partitions, require_stable).await {
-                Err(e)
-                    if attempt < ATTEMPTS
-                        && (retry_here(e.code()) || matches!(e, Error::Io { .. })) =>
-                {
-                    if coordinator_moved(e.code()) || matches!(e, Error::Io { .. }) {
-                        self.client
-                            .forget_coordinator(CoordinatorKind::Group, &self.group);
-                    }
-                    tokio::time::sleep(backoff.next_delay()).await;
-                }
-                other => return other,
-            }
-        }
+        self.retrying(|| self.fetch_once(partitions, require_stable))
+            .await
     }
 
     async fn fetch_once(
