@@ -185,21 +185,11 @@ impl Admin {
         spec: OffsetSpec,
         isolation: IsolationLevel,
     ) -> Result<(i64, i64)> {
-        let mut backoff = self.client.retry_backoff();
-        let mut attempts = 0;
-        loop {
-            match self
-                .list_offset_once(topic, partition, spec, isolation)
-                .await
-            {
-                Err(e) if e.is_retriable() && attempts < 20 => {
-                    attempts += 1;
-                    tokio::time::sleep(backoff.next_delay()).await;
-                    let _ = self.client.refresh_metadata(&[topic]).await;
-                }
-                other => return other,
-            }
-        }
+        self.client
+            .retry_at_leader(topic, || {
+                self.list_offset_once(topic, partition, spec, isolation)
+            })
+            .await
     }
 
     async fn list_offset_once(

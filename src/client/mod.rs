@@ -254,6 +254,28 @@ impl Client {
             })
     }
 
+    /// Runs `op` (a request to a partition leader) again after retriable errors, refreshing
+    /// `topic`'s metadata in between so that a moved leader is found; gives up after 20 tries.
+    pub(crate) async fn retry_at_leader<T, F, Fut>(&self, topic: &str, op: F) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let mut backoff = self.retry_backoff();
+        let mut attempts = 0;
+        loop {
+            match op().await {
+                Err(e) if e.is_retriable() && attempts < 20 => {
+                    attempts += 1;
+                    tracing::debug!(topic, error = %e, "leader request failed; refreshing metadata");
+                    tokio::time::sleep(backoff.next_delay()).await;
+                    let _ = self.refresh_metadata(&[topic]).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// The retry backoff this client uses.
     #[must_use]
     pub fn retry_backoff(&self) -> Backoff {

@@ -75,19 +75,9 @@ impl PartitionReader {
     /// Fetches from `offset`, following leader moves. An empty answer after `max_wait` is not
     /// an error.
     pub async fn fetch(&self, offset: i64) -> Result<FetchedPartition> {
-        let mut backoff = self.client.retry_backoff();
-        let mut attempts = 0;
-        loop {
-            match self.fetch_once(offset).await {
-                Err(e) if e.is_retriable() && attempts < 20 => {
-                    attempts += 1;
-                    tracing::debug!(error = %e, "fetch failed; refreshing metadata");
-                    tokio::time::sleep(backoff.next_delay()).await;
-                    let _ = self.client.refresh_metadata(&[&self.topic]).await;
-                }
-                other => return other,
-            }
-        }
+        self.client
+            .retry_at_leader(&self.topic, || self.fetch_once(offset))
+            .await
     }
 
     async fn fetch_once(&self, offset: i64) -> Result<FetchedPartition> {
