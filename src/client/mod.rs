@@ -7,7 +7,7 @@
 mod admin;
 mod cluster;
 mod config;
-mod consumer;
+pub mod consumer;
 mod coordinator;
 mod error;
 mod net;
@@ -25,7 +25,11 @@ use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 pub use admin::{Admin, NewTopic, OffsetSpec};
 pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
-pub use consumer::{CommittedOffset, GroupMember, OffsetToCommit, Offsets};
+pub use consumer::{
+    CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, GroupMember, GroupProtocol,
+    OffsetReset, OffsetToCommit, Offsets, PartitionRecords, Revocation, StartAt, Subscription,
+    TopicPartition,
+};
 pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
 pub use net::{ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response};

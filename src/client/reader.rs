@@ -5,7 +5,6 @@
 //! `read_committed` the records of aborted transactions are left out using the aborted
 //! transaction list the broker sends with each answer.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use kafka_protocol::error::ResponseError;
@@ -14,8 +13,9 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::client::Client;
+use crate::client::consumer::decode_partition;
 use crate::client::error::{Error, Result};
-use crate::client::records::{Record, RecordBatches};
+use crate::client::records::Record;
 
 /// Fetch versions with topic names (v13 moved to topic ids).
 const FETCH_VERSIONS: VersionRange = VersionRange { min: 4, max: 12 };
@@ -129,45 +129,16 @@ impl PartitionReader {
                 context: format!("fetching {}-{} at {offset}", self.topic, self.partition),
             });
         }
-        let mut aborted: Vec<(i64, i64)> = data
-            .aborted_transactions
-            .unwrap_or_default()
-            .into_iter()
-            .map(|a| (a.first_offset, a.producer_id.0))
-            .collect();
-        aborted.sort_unstable();
-        let mut aborted = aborted.into_iter().peekable();
-        let mut aborting: HashSet<i64> = HashSet::new();
-        let mut records = Vec::new();
-        let mut next_offset = offset;
-        let max_decompressed = self.client.config().max_response_size;
-        for batch in RecordBatches::new(data.records.unwrap_or_default(), max_decompressed) {
-            let batch = batch?;
-            let h = batch.header;
-            while let Some(&(first, pid)) = aborted.peek() {
-                if first > h.last_offset() {
-                    break;
-                }
-                aborting.insert(pid);
-                aborted.next();
-            }
-            next_offset = next_offset.max(h.last_offset() + 1);
-            if h.is_control() {
-                // The marker ends the producer's transaction: its later batches are new.
-                aborting.remove(&h.producer_id);
-                continue;
-            }
-            if self.isolation == IsolationLevel::ReadCommitted
-                && h.is_transactional()
-                && aborting.contains(&h.producer_id)
-            {
-                continue;
-            }
-            records.extend(batch.records()?.into_iter().filter(|r| r.offset >= offset));
-        }
+        let decoded = decode_partition(
+            data.records.unwrap_or_default(),
+            data.aborted_transactions,
+            offset,
+            self.isolation,
+            self.client.config().max_response_size,
+        )?;
         Ok(FetchedPartition {
-            records,
-            next_offset,
+            records: decoded.records,
+            next_offset: decoded.next_offset,
             high_watermark: data.high_watermark,
             last_stable_offset: data.last_stable_offset,
             log_start_offset: data.log_start_offset,

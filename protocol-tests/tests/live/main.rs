@@ -3,6 +3,7 @@
 mod admin;
 mod batches;
 mod codecs;
+mod consume;
 mod idempotence;
 mod interop;
 mod offsets;

