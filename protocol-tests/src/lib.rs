@@ -23,6 +23,7 @@ pub fn bootstrap() -> String {
 
 /// A client connected to the cluster under test; panics (failing the test) when there is none.
 pub async fn client() -> Client {
+    logs();
     let url = bootstrap();
     let mut config = ClientConfig::new(&url);
     config.connect_timeout = Duration::from_secs(10);
@@ -159,4 +160,15 @@ pub fn interop_line(partition: i32, r: &Record) -> String {
         hex(r.value.as_deref()),
         headers.join(",")
     )
+}
+
+/// Sends the client's logs to the test output when `RUST_LOG` is set (e.g.
+/// `RUST_LOG=ruststream_kafka=debug`).
+pub fn logs() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
 }

@@ -201,10 +201,28 @@ impl Client {
 
     /// The connection to broker `node`.
     pub async fn connection(&self, node: i32) -> Result<Arc<Connection>> {
+        self.connection_on(node, cluster::SHARED_LANE).await
+    }
+
+    /// The connection to broker `node` on a private `lane` (see [`Client::new_lane`]).
+    pub async fn connection_on(&self, node: i32, lane: u64) -> Result<Arc<Connection>> {
         let address = self
             .with_metadata(|m| m.address_of(node))
             .ok_or_else(|| Error::Closed(format!("broker {node} is not in the metadata")))?;
-        self.inner.connections.get(&address).await
+        self.inner.connections.get_on(&address, lane).await
+    }
+
+    /// A private lane: connections of its own to each broker, for requests that must not
+    /// wait behind others (a consumer's long-polling fetches, a rebalance's `JoinGroup`).
+    /// Release it with [`Client::release_lane`].
+    #[must_use]
+    pub fn new_lane(&self) -> u64 {
+        self.inner.connections.new_lane()
+    }
+
+    /// Closes the connections of `lane`.
+    pub fn release_lane(&self, lane: u64) {
+        self.inner.connections.release_lane(lane);
     }
 
     /// A connection to any broker that answers (for requests any broker can serve).

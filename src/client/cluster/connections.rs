@@ -1,4 +1,11 @@
-//! One shared connection per broker address, dialled lazily and again after failures.
+//! One shared connection per broker address, dialled lazily and again after failures; and
+//! private lanes: extra connections for traffic that must not queue behind others.
+//!
+//! A broker answers a connection's requests one at a time, in order. A consumer's long-polling
+//! Fetch or a `JoinGroup` that waits for a whole rebalance would hold up every other request
+//! on a shared connection (another member's heartbeat, a producer's batch), so each consumer
+//! takes lanes of its own for them, as every Kafka client has separate connections per
+//! consumer.
 //!
 //! Callers ask for an address; the first caller dials while later ones wait for the same
 //! attempt, so a broker never gets two sockets from one client. A failed attempt arms an
@@ -24,8 +31,12 @@ struct Slot {
 pub struct Connections {
     options: ConnectionOptions,
     backoff: Backoff,
-    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
+    slots: Mutex<HashMap<(String, u64), Arc<tokio::sync::Mutex<Slot>>>>,
+    next_lane: std::sync::atomic::AtomicU64,
 }
+
+/// The lane every part of a client shares.
+pub const SHARED_LANE: u64 = 0;
 
 impl std::fmt::Debug for Connections {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,6 +52,29 @@ impl Connections {
             options,
             backoff,
             slots: Mutex::new(HashMap::new()),
+            next_lane: std::sync::atomic::AtomicU64::new(SHARED_LANE + 1),
+        }
+    }
+
+    /// A new private lane.
+    pub fn new_lane(&self) -> u64 {
+        self.next_lane
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Closes the connections of `lane`.
+    pub fn release_lane(&self, lane: u64) {
+        let slots: Vec<_> = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            let keys: Vec<_> = slots.keys().filter(|k| k.1 == lane).cloned().collect();
+            keys.into_iter().filter_map(|k| slots.remove(&k)).collect()
+        };
+        for slot in slots {
+            if let Ok(mut slot) = slot.try_lock()
+                && let Some(conn) = slot.live.take()
+            {
+                conn.close("lane released");
+            }
         }
     }
 
@@ -49,10 +83,15 @@ impl Connections {
     /// Cancel safety: cancelling a caller that is dialling abandons the attempt; the next
     /// caller dials again.
     pub async fn get(&self, address: &str) -> Result<Arc<Connection>> {
+        self.get_on(address, SHARED_LANE).await
+    }
+
+    /// The live connection to `address` on `lane`, dialling it if needed.
+    pub async fn get_on(&self, address: &str, lane: u64) -> Result<Arc<Connection>> {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             slots
-                .entry(address.to_owned())
+                .entry((address.to_owned(), lane))
                 .or_insert_with(|| {
                     Arc::new(tokio::sync::Mutex::new(Slot {
                         live: None,
@@ -98,13 +137,18 @@ impl Connections {
         }
     }
 
-    /// Drops the connection to `address` (after an error that leaves it unusable).
+    /// Drops the connections to `address`, on every lane (after an error that leaves it
+    /// unusable).
     pub async fn discard(&self, address: &str) {
-        let slot = {
+        let found: Vec<_> = {
             let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
-            slots.get(address).cloned()
+            slots
+                .iter()
+                .filter(|(k, _)| k.0 == address)
+                .map(|(_, s)| s.clone())
+                .collect()
         };
-        if let Some(slot) = slot {
+        for slot in found {
             let mut slot = slot.lock().await;
             if let Some(conn) = slot.live.take() {
                 conn.close("discarded");

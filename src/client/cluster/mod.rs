@@ -3,5 +3,5 @@
 mod connections;
 mod metadata;
 
-pub use connections::Connections;
+pub use connections::{Connections, SHARED_LANE};
 pub use metadata::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};

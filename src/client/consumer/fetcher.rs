@@ -363,7 +363,7 @@ async fn fetch_and_decode(
     wants: &[Want],
 ) -> Result<Fetched> {
     let config = &shared.config;
-    let conn = shared.client.connection(node).await?;
+    let conn = shared.client.connection_on(node, shared.fetch_lane).await?;
     let version = conn.version_of::<FetchRequest>(FETCH_VERSIONS)?;
     let request = fetch_request(config, &session);
     let response = conn

@@ -166,6 +166,10 @@ pub(crate) struct Shared {
     pub member: Mutex<Option<GroupMember>>,
     /// True once the consumer closes.
     pub closing: watch::Sender<bool>,
+    /// The connections fetches go on.
+    pub fetch_lane: u64,
+    /// The connections of the group membership.
+    pub group_lane: u64,
 }
 
 impl Shared {
@@ -208,13 +212,15 @@ impl Consumer {
             .map(|g| Offsets::new(client.clone(), g.clone()));
         let shared = Arc::new(Shared {
             state: Mutex::new(State::new(config.enable_auto_offset_store)),
-            client,
+            client: client.clone(),
             config,
             poll_wake: Notify::new(),
             fetch_wake: Notify::new(),
             offsets,
             member: Mutex::new(None),
             closing: watch::Sender::new(false),
+            fetch_lane: client.new_lane(),
+            group_lane: client.new_lane(),
         });
         let mut tasks = vec![tokio::spawn(fetcher::run(shared.clone()))];
         if shared.config.enable_auto_commit && shared.offsets.is_some() {
@@ -424,6 +430,8 @@ impl Drop for Consumer {
         if let Some(m) = &self.membership {
             m.abort();
         }
+        self.shared.client.release_lane(self.shared.fetch_lane);
+        self.shared.client.release_lane(self.shared.group_lane);
     }
 }
 

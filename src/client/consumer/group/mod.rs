@@ -3,7 +3,10 @@
 //! server-side assignors). Either drives the consumer's assignment through its rebalance
 //! hooks (`Shared::assign_partitions`, `revoke_partitions`, `lose_partitions`).
 
+pub mod assignor;
+mod classic;
 mod matcher;
+pub mod protocol;
 
 use std::sync::Arc;
 
@@ -14,7 +17,8 @@ use super::{GroupProtocol, Shared};
 /// Runs the membership until the consumer closes (then leaves the group).
 pub(crate) async fn run(shared: Arc<Shared>, matcher: TopicMatcher) {
     match shared.config.group_protocol {
-        GroupProtocol::Classic | GroupProtocol::Consumer => {
+        GroupProtocol::Classic => classic::run(shared, matcher).await,
+        GroupProtocol::Consumer => {
             let _ = matcher;
             shared.closing.subscribe().wait_for(|c| *c).await.ok();
         }

@@ -1,0 +1,430 @@
+//! Consumer groups on the classic protocol: members coming and going while records flow,
+//! cooperative rebalances, static membership, pattern subscriptions, mixed assignors.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use protocol_tests::{client, create_topic, unique_topic};
+use ruststream_kafka::client::{
+    Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, ProducerRecord,
+    ResponseError, Subscription, TopicPartition,
+};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{bytes, producer, send_all};
+
+/// What one member saw.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    /// `(partition, offset, value)` of every record handed out.
+    pub records: Vec<(i32, i64, String)>,
+    /// Assignment changes, in order: `+p`, `-p` (revoked), `!p` (lost).
+    pub changes: Vec<String>,
+    /// The partitions owned now.
+    pub owned: BTreeSet<i32>,
+    /// Errors the consumer reported.
+    pub errors: Vec<String>,
+}
+
+/// A member running in its own task.
+pub(crate) struct Member {
+    pub seen: Arc<Mutex<Seen>>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Member {
+    /// Starts a consumer of `subscription` in `config`'s group.
+    pub(crate) fn start(client: &Client, config: ConsumerConfig, subscription: Subscription) -> Self {
+        let mut consumer = match Consumer::new(client.clone(), config) {
+            Ok(c) => c,
+            Err(e) => panic!("consumer: {e}"),
+        };
+        if let Err(e) = consumer.subscribe(subscription) {
+            panic!("subscribe: {e}");
+        }
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let (stop, mut stopped) = watch::channel(false);
+        let log = seen.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    event = consumer.poll() => {
+                        let event = match event {
+                            Ok(e) => e,
+                            Err(e) => panic!("poll: {e}"),
+                        };
+                        let mut seen = log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        match event {
+                            ConsumerEvent::Records(r) => {
+                                for rec in r.records {
+                                    let value = rec.value.map(|v| String::from_utf8_lossy(&v).into_owned()).unwrap_or_default();
+                                    seen.records.push((r.partition, rec.offset, value));
+                                }
+                            }
+                            ConsumerEvent::Assigned(ps) => {
+                                for tp in ps {
+                                    seen.changes.push(format!("+{}", tp.partition));
+                                    seen.owned.insert(tp.partition);
+                                }
+                            }
+                            ConsumerEvent::Revoked(r) => {
+                                for tp in &r.partitions {
+                                    seen.changes.push(format!("-{}", tp.partition));
+                                    seen.owned.remove(&tp.partition);
+                                }
+                            }
+                            ConsumerEvent::Lost(ps) => {
+                                for tp in ps {
+                                    seen.changes.push(format!("!{}", tp.partition));
+                                    seen.owned.remove(&tp.partition);
+                                }
+                            }
+                            ConsumerEvent::Error(e) => seen.errors.push(e.to_string()),
+                        }
+                    }
+                    _ = stopped.wait_for(|s| *s) => break,
+                }
+            }
+            if let Err(e) = consumer.close().await {
+                panic!("close: {e}");
+            }
+        });
+        Member { seen, stop, task }
+    }
+
+    /// Closes the consumer (commit, leave) and waits for it.
+    pub(crate) async fn stop(self) -> Arc<Mutex<Seen>> {
+        self.stop.send_replace(true);
+        if let Err(e) = self.task.await {
+            panic!("member task: {e}");
+        }
+        self.seen
+    }
+
+    /// Drops the consumer without closing it, as a crash would.
+    pub(crate) async fn crash(self) -> Arc<Mutex<Seen>> {
+        self.task.abort();
+        let _ = self.task.await;
+        self.seen
+    }
+
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&Seen) -> T) -> T {
+        f(&self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
+/// A client that looks at the cluster's topics every second (pattern subscriptions).
+pub(crate) async fn quick_client() -> Client {
+    let mut config = ClientConfig::new(&protocol_tests::bootstrap());
+    config.metadata_refresh_interval = Duration::from_secs(1);
+    match Client::connect(config).await {
+        Ok(c) => c,
+        Err(e) => panic!("no Kafka broker ({e}); start one with `scripts/kafka up`"),
+    }
+}
+
+/// A group configuration with short timers, so rebalances take seconds.
+pub(crate) fn group_config(group: &str, strategy: &str) -> ConsumerConfig {
+    ConsumerConfig {
+        assignment_strategy: vec![strategy.to_owned()],
+        heartbeat_interval: Duration::from_millis(300),
+        session_timeout: Duration::from_secs(10),
+        auto_offset_reset: ruststream_kafka::client::OffsetReset::Earliest,
+        auto_commit_interval: Duration::from_millis(500),
+        ..ConsumerConfig::for_group(group)
+    }
+}
+
+/// Writes `count` keyed records `v{i}` in bursts, over about `spread`.
+pub(crate) async fn produce_spread(client: Client, topic: String, count: usize, spread: Duration) {
+    let p = producer(&client, super::codec_config(ruststream_kafka::client::Codec::Lz4)).await;
+    let bursts = 50;
+    let per = count.div_ceil(bursts);
+    for b in 0..bursts {
+        let records: Vec<ProducerRecord> = (b * per..((b + 1) * per).min(count))
+            .map(|i| {
+                ProducerRecord::new(&topic, bytes(format!("v{i}"))).key(bytes(format!("k{i}")))
+            })
+            .collect();
+        send_all(&p, records).await;
+        tokio::time::sleep(spread / u32::try_from(bursts).unwrap_or(1)).await;
+    }
+}
+
+/// Waits until the members together saw `count` distinct values.
+pub(crate) async fn wait_for_distinct(members: &[&Arc<Mutex<Seen>>], count: usize, timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let distinct = distinct_values(members).len();
+        if distinct >= count {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "only {distinct} of {count} records consumed"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn distinct_values(members: &[&Arc<Mutex<Seen>>]) -> BTreeSet<String> {
+    members
+        .iter()
+        .flat_map(|m| {
+            m.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .records
+                .iter()
+                .map(|r| r.2.clone())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Every record consumed exactly once, in offset order per member and partition; returns the
+/// number of records seen more than once.
+pub(crate) fn check_no_loss(members: &[&Arc<Mutex<Seen>>], count: usize) -> usize {
+    let mut total = 0;
+    for m in members {
+        let seen = m.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        total += seen.records.len();
+        assert!(seen.errors.is_empty(), "consumer errors: {:?}", seen.errors);
+        // Within one ownership of a partition, offsets only go up.
+        let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+        for (p, o, _) in &seen.records {
+            if let Some(prev) = last.insert(*p, *o) {
+                assert!(
+                    *o > prev,
+                    "partition {p}: offset {o} after {prev} in one member"
+                );
+            }
+        }
+    }
+    let distinct = distinct_values(members);
+    assert_eq!(distinct.len(), count, "records lost");
+    total - count
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_share_twelve_partitions_while_members_come_and_go() {
+    for strategy in ["range", "roundrobin", "cooperative-sticky"] {
+        let client = client().await;
+        let topic = unique_topic("group-churn");
+        create_topic(&client, &topic, 12).await;
+        let group = unique_topic("churn");
+        let count = 100_000;
+        let writer = tokio::spawn(produce_spread(
+            client.clone(),
+            topic.clone(),
+            count,
+            Duration::from_secs(8),
+        ));
+        let sub = || Subscription::Topics(vec![topic.clone()]);
+        let a = Member::start(&client, group_config(&group, strategy), sub());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let b = Member::start(&client, group_config(&group, strategy), sub());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let c = Member::start(&client, group_config(&group, strategy), sub());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let b = b.stop().await;
+        if let Err(e) = writer.await {
+            panic!("writer: {e}");
+        }
+        wait_for_distinct(&[&a.seen, &b, &c.seen], count, Duration::from_mins(2)).await;
+        // The two left own the twelve partitions between them, once.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let owned_a = a.with(|s| s.owned.clone());
+            let owned_c = c.with(|s| s.owned.clone());
+            if owned_a.len() + owned_c.len() == 12 && owned_a.is_disjoint(&owned_c) {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{strategy}: final assignment {owned_a:?} / {owned_c:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let a = a.stop().await;
+        let c = c.stop().await;
+        // Commit on revoke and on close: a partition changing hands is read on from exactly
+        // where the previous owner stopped.
+        let duplicates = check_no_loss(&[&a, &b, &c], count);
+        println!("{strategy}: {duplicates} duplicates");
+        assert_eq!(duplicates, 0, "{strategy}: records re-read after a revoke");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cooperative_members_keep_reading_what_they_keep() {
+    let client = client().await;
+    let topic = unique_topic("group-coop");
+    create_topic(&client, &topic, 12).await;
+    let group = unique_topic("coop");
+    let sub = || Subscription::Topics(vec![topic.clone()]);
+    let config = || group_config(&group, "cooperative-sticky");
+    let a = Member::start(&client, config(), sub());
+    let b = Member::start(&client, config(), sub());
+    wait_until(Duration::from_secs(30), || {
+        a.with(|s| s.owned.len()) == 6 && b.with(|s| s.owned.len()) == 6
+    })
+    .await;
+    let before_a = a.with(|s| s.owned.clone());
+    let before_b = b.with(|s| s.owned.clone());
+    let changes_a = a.with(|s| s.changes.len());
+    let changes_b = b.with(|s| s.changes.len());
+    let c = Member::start(&client, config(), sub());
+    wait_until(Duration::from_secs(30), || c.with(|s| s.owned.len()) == 4).await;
+    // Each of the first two gave up exactly two partitions and nothing else moved.
+    for (m, before, from) in [(&a, &before_a, changes_a), (&b, &before_b, changes_b)] {
+        let changes = m.with(|s| s.changes[from..].to_vec());
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert!(changes.iter().all(|c| c.starts_with('-')), "{changes:?}");
+        assert!(m.with(|s| s.owned.is_subset(before)));
+    }
+    for m in [a, b, c] {
+        m.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_member_restarting_in_time_gets_its_partitions_back_without_a_rebalance() {
+    let client = client().await;
+    let topic = unique_topic("group-static");
+    create_topic(&client, &topic, 4).await;
+    let group = unique_topic("static");
+    let sub = || Subscription::Topics(vec![topic.clone()]);
+    let config = |instance: &str| ConsumerConfig {
+        group_instance_id: Some(instance.to_owned()),
+        session_timeout: Duration::from_secs(30),
+        ..group_config(&group, "range")
+    };
+    let a = Member::start(&client, config("a"), sub());
+    let b = Member::start(&client, config("b"), sub());
+    wait_until(Duration::from_secs(30), || {
+        a.with(|s| s.owned.len()) == 2 && b.with(|s| s.owned.len()) == 2
+    })
+    .await;
+    let owned_b = b.with(|s| s.owned.clone());
+    let changes_a = a.with(|s| s.changes.clone());
+    // Close without leaving (static members stay in the group), then come back.
+    b.stop().await;
+    let b = Member::start(&client, config("b"), sub());
+    wait_until(Duration::from_secs(20), || b.with(|s| s.owned.len()) == 2).await;
+    assert_eq!(b.with(|s| s.owned.clone()), owned_b);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(a.with(|s| s.changes.clone()), changes_a, "member a saw a rebalance");
+    for m in [a, b] {
+        m.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pattern_subscription_takes_in_new_topics() {
+    let client = quick_client().await;
+    let prefix = unique_topic("pattern");
+    let first = format!("{prefix}-a");
+    create_topic(&client, &first, 2).await;
+    let group = unique_topic("pattern-group");
+    let m = Member::start(
+        &client,
+        group_config(&group, "range"),
+        Subscription::Pattern(format!("^{prefix}-.*")),
+    );
+    wait_until(Duration::from_secs(30), || m.with(|s| s.owned.len()) == 2).await;
+    let second = format!("{prefix}-b");
+    create_topic(&client, &second, 3).await;
+    wait_until(Duration::from_secs(30), || m.with(|s| s.owned.len()) == 3 + 2).await;
+    let p = producer(&client, super::codec_config(ruststream_kafka::client::Codec::None)).await;
+    send_all(&p, vec![ProducerRecord::new(&second, bytes("new".to_owned()))]).await;
+    wait_until(Duration::from_secs(30), || {
+        m.with(|s| s.records.iter().any(|r| r.2 == "new"))
+    })
+    .await;
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eager_and_cooperative_members_cannot_share_a_group() {
+    let client = client().await;
+    let topic = unique_topic("group-mixed");
+    create_topic(&client, &topic, 2).await;
+    let group = unique_topic("mixed");
+    let sub = || Subscription::Topics(vec![topic.clone()]);
+    let a = Member::start(&client, group_config(&group, "range"), sub());
+    wait_until(Duration::from_secs(30), || a.with(|s| s.owned.len()) == 2).await;
+    let b = Member::start(&client, group_config(&group, "cooperative-sticky"), sub());
+    wait_until(Duration::from_secs(30), || !b.with(|s| s.errors.is_empty())).await;
+    let error = b.with(|s| s.errors[0].clone());
+    assert!(
+        error.contains(&format!("{:?}", ResponseError::InconsistentGroupProtocol))
+            || error.to_lowercase().contains("inconsistent"),
+        "{error}"
+    );
+    assert!(error.contains("cooperative"), "{error}");
+    for m in [a, b] {
+        m.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_go_through_the_member_and_read_back() {
+    let client = client().await;
+    let topic = unique_topic("group-commit");
+    create_topic(&client, &topic, 3).await;
+    let group = unique_topic("commit");
+    produce_spread(client.clone(), topic.clone(), 300, Duration::ZERO).await;
+    let mut consumer = match Consumer::new(
+        client.clone(),
+        ConsumerConfig {
+            enable_auto_commit: false,
+            ..group_config(&group, "range")
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("consumer: {e}"),
+    };
+    if let Err(e) = consumer.subscribe(Subscription::Topics(vec![topic.clone()])) {
+        panic!("subscribe: {e}");
+    }
+    let mut got = 0;
+    while got < 300 {
+        match tokio::time::timeout(Duration::from_secs(30), consumer.poll()).await {
+            Ok(Ok(ConsumerEvent::Records(r))) => got += r.records.len(),
+            Ok(Ok(ConsumerEvent::Error(e))) => panic!("consumer error: {e}"),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => panic!("poll: {e}"),
+            Err(_) => panic!("timed out at {got}"),
+        }
+    }
+    assert!(consumer.member().is_some_and(|m| m.generation >= 1));
+    if let Err(e) = consumer.commit().await {
+        panic!("commit: {e}");
+    }
+    let partitions: Vec<TopicPartition> = (0..3).map(|p| TopicPartition::new(&topic, p)).collect();
+    let committed = match consumer.committed(&partitions).await {
+        Ok(c) => c,
+        Err(e) => panic!("committed: {e}"),
+    };
+    let total: i64 = committed.iter().map(|c| c.offset).sum();
+    assert_eq!(total, 300);
+    for tp in &partitions {
+        let c = committed.iter().find(|c| c.partition == tp.partition).map(|c| c.offset);
+        assert_eq!(c, consumer.position(tp));
+    }
+    if let Err(e) = consumer.close().await {
+        panic!("close: {e}");
+    }
+}
+
+/// Waits until `cond` holds.
+pub(crate) async fn wait_until(timeout: Duration, cond: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !cond() {
+        assert!(tokio::time::Instant::now() < deadline, "condition not met in {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
