@@ -2,6 +2,9 @@
 //! client-side assignors) and the KIP-848 consumer protocol (`ConsumerGroupHeartbeat`,
 //! server-side assignors). Either drives the consumer's assignment through its rebalance
 //! hooks (`Shared::assign_partitions`, `revoke_partitions`, `lose_partitions`).
+//!
+//! [`protocol`] encodes and decodes the classic `consumer` protocol's subscription and
+//! assignment bytes; [`assignor`] turns the members' subscriptions into the leader's plan.
 
 pub mod assignor;
 mod classic;
