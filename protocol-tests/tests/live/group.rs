@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use protocol_tests::{client, create_topic, unique_topic};
 use ruststream_kafka::client::{
-    Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, ProducerRecord,
-    ResponseError, Subscription, TopicPartition,
+    Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, ProducerRecord, ResponseError,
+    Subscription, TopicPartition,
 };
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -23,7 +23,7 @@ pub(crate) struct Seen {
     /// Assignment changes, in order: `+p`, `-p` (revoked), `!p` (lost).
     pub changes: Vec<String>,
     /// The partitions owned now.
-    pub owned: BTreeSet<i32>,
+    pub owned: BTreeSet<TopicPartition>,
     /// Errors the consumer reported.
     pub errors: Vec<String>,
 }
@@ -37,7 +37,11 @@ pub(crate) struct Member {
 
 impl Member {
     /// Starts a consumer of `subscription` in `config`'s group.
-    pub(crate) fn start(client: &Client, config: ConsumerConfig, subscription: Subscription) -> Self {
+    pub(crate) fn start(
+        client: &Client,
+        config: ConsumerConfig,
+        subscription: Subscription,
+    ) -> Self {
         let mut consumer = match Consumer::new(client.clone(), config) {
             Ok(c) => c,
             Err(e) => panic!("consumer: {e}"),
@@ -67,19 +71,19 @@ impl Member {
                             ConsumerEvent::Assigned(ps) => {
                                 for tp in ps {
                                     seen.changes.push(format!("+{}", tp.partition));
-                                    seen.owned.insert(tp.partition);
+                                    seen.owned.insert(tp);
                                 }
                             }
                             ConsumerEvent::Revoked(r) => {
                                 for tp in &r.partitions {
                                     seen.changes.push(format!("-{}", tp.partition));
-                                    seen.owned.remove(&tp.partition);
+                                    seen.owned.remove(tp);
                                 }
                             }
                             ConsumerEvent::Lost(ps) => {
                                 for tp in ps {
                                     seen.changes.push(format!("!{}", tp.partition));
-                                    seen.owned.remove(&tp.partition);
+                                    seen.owned.remove(&tp);
                                 }
                             }
                             ConsumerEvent::Error(e) => seen.errors.push(e.to_string()),
@@ -104,20 +108,17 @@ impl Member {
         self.seen
     }
 
-    /// Drops the consumer without closing it, as a crash would.
-    pub(crate) async fn crash(self) -> Arc<Mutex<Seen>> {
-        self.task.abort();
-        let _ = self.task.await;
-        self.seen
-    }
-
     pub(crate) fn with<T>(&self, f: impl FnOnce(&Seen) -> T) -> T {
-        f(&self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        f(&self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 }
 
 /// A client that looks at the cluster's topics every second (pattern subscriptions).
 pub(crate) async fn quick_client() -> Client {
+    protocol_tests::logs();
     let mut config = ClientConfig::new(&protocol_tests::bootstrap());
     config.metadata_refresh_interval = Duration::from_secs(1);
     match Client::connect(config).await {
@@ -140,7 +141,11 @@ pub(crate) fn group_config(group: &str, strategy: &str) -> ConsumerConfig {
 
 /// Writes `count` keyed records `v{i}` in bursts, over about `spread`.
 pub(crate) async fn produce_spread(client: Client, topic: String, count: usize, spread: Duration) {
-    let p = producer(&client, super::codec_config(ruststream_kafka::client::Codec::Lz4)).await;
+    let p = producer(
+        &client,
+        super::codec_config(ruststream_kafka::client::Codec::Lz4),
+    )
+    .await;
     let bursts = 50;
     let per = count.div_ceil(bursts);
     for b in 0..bursts {
@@ -155,7 +160,11 @@ pub(crate) async fn produce_spread(client: Client, topic: String, count: usize, 
 }
 
 /// Waits until the members together saw `count` distinct values.
-pub(crate) async fn wait_for_distinct(members: &[&Arc<Mutex<Seen>>], count: usize, timeout: Duration) {
+pub(crate) async fn wait_for_distinct(
+    members: &[&Arc<Mutex<Seen>>],
+    count: usize,
+    timeout: Duration,
+) {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let distinct = distinct_values(members).len();
@@ -316,7 +325,11 @@ async fn a_static_member_restarting_in_time_gets_its_partitions_back_without_a_r
     wait_until(Duration::from_secs(20), || b.with(|s| s.owned.len()) == 2).await;
     assert_eq!(b.with(|s| s.owned.clone()), owned_b);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(a.with(|s| s.changes.clone()), changes_a, "member a saw a rebalance");
+    assert_eq!(
+        a.with(|s| s.changes.clone()),
+        changes_a,
+        "member a saw a rebalance"
+    );
     for m in [a, b] {
         m.stop().await;
     }
@@ -337,9 +350,20 @@ async fn a_pattern_subscription_takes_in_new_topics() {
     wait_until(Duration::from_secs(30), || m.with(|s| s.owned.len()) == 2).await;
     let second = format!("{prefix}-b");
     create_topic(&client, &second, 3).await;
-    wait_until(Duration::from_secs(30), || m.with(|s| s.owned.len()) == 3 + 2).await;
-    let p = producer(&client, super::codec_config(ruststream_kafka::client::Codec::None)).await;
-    send_all(&p, vec![ProducerRecord::new(&second, bytes("new".to_owned()))]).await;
+    wait_until(Duration::from_secs(30), || {
+        m.with(|s| s.owned.len()) == 3 + 2
+    })
+    .await;
+    let p = producer(
+        &client,
+        super::codec_config(ruststream_kafka::client::Codec::None),
+    )
+    .await;
+    send_all(
+        &p,
+        vec![ProducerRecord::new(&second, bytes("new".to_owned()))],
+    )
+    .await;
     wait_until(Duration::from_secs(30), || {
         m.with(|s| s.records.iter().any(|r| r.2 == "new"))
     })
@@ -412,7 +436,10 @@ async fn commits_go_through_the_member_and_read_back() {
     let total: i64 = committed.iter().map(|c| c.offset).sum();
     assert_eq!(total, 300);
     for tp in &partitions {
-        let c = committed.iter().find(|c| c.partition == tp.partition).map(|c| c.offset);
+        let c = committed
+            .iter()
+            .find(|c| c.partition == tp.partition)
+            .map(|c| c.offset);
         assert_eq!(c, consumer.position(tp));
     }
     if let Err(e) = consumer.close().await {
@@ -424,7 +451,10 @@ async fn commits_go_through_the_member_and_read_back() {
 pub(crate) async fn wait_until(timeout: Duration, cond: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + timeout;
     while !cond() {
-        assert!(tokio::time::Instant::now() < deadline, "condition not met in {timeout:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met in {timeout:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

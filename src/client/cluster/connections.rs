@@ -27,11 +27,14 @@ struct Slot {
     last_error: Option<Error>,
 }
 
-/// The client's connections, by broker address.
+/// A slot, locked while it dials.
+type SharedSlot = Arc<tokio::sync::Mutex<Slot>>;
+
+/// The client's connections, by broker address and lane.
 pub struct Connections {
     options: ConnectionOptions,
     backoff: Backoff,
-    slots: Mutex<HashMap<(String, u64), Arc<tokio::sync::Mutex<Slot>>>>,
+    slots: Mutex<HashMap<(String, u64), SharedSlot>>,
     next_lane: std::sync::atomic::AtomicU64,
 }
 

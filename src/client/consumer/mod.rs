@@ -210,17 +210,19 @@ impl Consumer {
             .group_id
             .as_ref()
             .map(|g| Offsets::new(client.clone(), g.clone()));
+        let fetch_lane = client.new_lane();
+        let group_lane = client.new_lane();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::new(config.enable_auto_offset_store)),
-            client: client.clone(),
+            client,
             config,
             poll_wake: Notify::new(),
             fetch_wake: Notify::new(),
             offsets,
             member: Mutex::new(None),
             closing: watch::Sender::new(false),
-            fetch_lane: client.new_lane(),
-            group_lane: client.new_lane(),
+            fetch_lane,
+            group_lane,
         });
         let mut tasks = vec![tokio::spawn(fetcher::run(shared.clone()))];
         if shared.config.enable_auto_commit && shared.offsets.is_some() {

@@ -65,7 +65,7 @@ pub(crate) async fn run(shared: Arc<Shared>, matcher: TopicMatcher) {
         return;
     };
     let protocol = first.protocol();
-    let mut member = Member {
+    let mut member = Classic {
         shared,
         matcher,
         group,
@@ -100,7 +100,7 @@ enum Next {
     Close,
 }
 
-struct Member {
+struct Classic {
     shared: Arc<Shared>,
     matcher: TopicMatcher,
     group: String,
@@ -117,7 +117,7 @@ struct Member {
     last_heartbeat_ok: Instant,
 }
 
-impl Member {
+impl Classic {
     fn config(&self) -> &super::super::ConsumerConfig {
         &self.shared.config
     }
@@ -215,7 +215,11 @@ impl Member {
             RebalanceProtocol::Eager => owned,
             RebalanceProtocol::Cooperative => owned
                 .into_iter()
-                .filter(|tp| self.subscribed.binary_search_by(|t| (**t).cmp(&*tp.topic)).is_err())
+                .filter(|tp| {
+                    self.subscribed
+                        .binary_search_by(|t| (**t).cmp(&*tp.topic))
+                        .is_err()
+                })
                 .collect(),
         };
         if !revoke.is_empty() {
@@ -444,10 +448,16 @@ impl Member {
             .iter()
             .flat_map(|(t, ps)| ps.iter().map(move |p| TopicPartition::new(t, *p)))
             .collect();
-        let owned: BTreeSet<TopicPartition> =
-            self.shared.owned_partitions().into_iter().collect();
+        let owned: BTreeSet<TopicPartition> = self.shared.owned_partitions().into_iter().collect();
         let revoked: Vec<TopicPartition> = owned.difference(&new).cloned().collect();
         let added: Vec<TopicPartition> = new.difference(&owned).cloned().collect();
+        tracing::info!(
+            group = %self.group,
+            generation = self.generation,
+            assigned = ?added,
+            revoked = ?revoked,
+            "assignment"
+        );
         if !revoked.is_empty() {
             self.revoke_heartbeating(&revoked).await;
         }
@@ -530,17 +540,25 @@ impl Member {
             .with_generation_id(self.generation)
             .with_member_id(StrBytes::from_string(self.member_id.clone()))
             .with_group_instance_id(self.instance_id());
-        let timeout = self.shared.client.socket_timeout().min(self.config().session_timeout);
+        let timeout = self
+            .shared
+            .client
+            .socket_timeout()
+            .min(self.config().session_timeout);
         let response = self.send(HEARTBEAT_VERSIONS, timeout, |_| request).await?;
         Error::check(response.error_code, || {
             format!("heartbeat of group {}", self.group)
         })
     }
 
-    /// Leaves the group (dynamic members only) after giving up the partitions.
+    /// Leaves the group (dynamic members only) after giving up the partitions. On close the
+    /// caller no longer polls, and `Consumer::close` has committed already: the partitions
+    /// just go.
     async fn leave(&mut self) {
         let owned = self.shared.owned_partitions();
-        if self.generation >= 0 && !owned.is_empty() {
+        if self.shared.is_closing() {
+            self.shared.lock().remove(&owned);
+        } else if self.generation >= 0 && !owned.is_empty() {
             self.revoke_heartbeating(&owned).await;
         }
         if self.config().group_instance_id.is_some() || self.member_id.is_empty() {
@@ -583,12 +601,16 @@ impl Member {
                 "{doing} group {}: its members share no assignor (a member with eager \
                  assignors cannot join a group of cooperative ones, or the other way round); \
                  ours: {:?}",
-                self.group, self.config().assignment_strategy
+                self.group,
+                self.config().assignment_strategy
             ),
             ResponseError::FencedInstanceId => format!(
                 "{doing} group {}: another consumer uses `group.instance.id` {:?}",
                 self.group,
-                self.config().group_instance_id.as_deref().unwrap_or_default()
+                self.config()
+                    .group_instance_id
+                    .as_deref()
+                    .unwrap_or_default()
             ),
             _ => format!("{doing} group {}", self.group),
         };
@@ -606,7 +628,11 @@ impl Member {
                 | ResponseError::UnsupportedVersion
                 | ResponseError::InvalidGroupId,
             ) => Handling::Fatal,
-            _ if matches!(e, Error::Protocol(_) | Error::Config(_) | Error::Unsupported(_)) => {
+            _ if matches!(
+                e,
+                Error::Protocol(_) | Error::Config(_) | Error::Unsupported(_)
+            ) =>
+            {
                 Handling::Fatal
             }
             _ => {
@@ -640,7 +666,9 @@ fn millis(d: Duration) -> i32 {
 fn group_by_topic(partitions: &[TopicPartition]) -> Vec<(String, Vec<i32>)> {
     let mut out: BTreeMap<String, Vec<i32>> = BTreeMap::new();
     for tp in partitions {
-        out.entry(tp.topic.to_string()).or_default().push(tp.partition);
+        out.entry(tp.topic.to_string())
+            .or_default()
+            .push(tp.partition);
     }
     out.into_iter()
         .map(|(t, mut ps)| {
