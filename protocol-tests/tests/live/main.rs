@@ -4,6 +4,7 @@ mod admin;
 mod batches;
 mod codecs;
 mod consume;
+mod group_kip848;
 mod idempotence;
 mod interop;
 mod offsets;

@@ -3,6 +3,7 @@
 //! server-side assignors). Either drives the consumer's assignment through its rebalance
 //! hooks (`Shared::assign_partitions`, `revoke_partitions`, `lose_partitions`).
 
+mod kip848;
 mod matcher;
 
 use std::sync::Arc;
@@ -14,7 +15,8 @@ use super::{GroupProtocol, Shared};
 /// Runs the membership until the consumer closes (then leaves the group).
 pub(crate) async fn run(shared: Arc<Shared>, matcher: TopicMatcher) {
     match shared.config.group_protocol {
-        GroupProtocol::Classic | GroupProtocol::Consumer => {
+        GroupProtocol::Consumer => kip848::run(shared, matcher).await,
+        GroupProtocol::Classic => {
             let _ = matcher;
             shared.closing.subscribe().wait_for(|c| *c).await.ok();
         }
