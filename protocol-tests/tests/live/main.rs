@@ -5,6 +5,7 @@ mod batches;
 mod codecs;
 mod consume;
 mod group;
+mod group_kip848;
 mod idempotence;
 mod interop;
 mod offsets;

@@ -8,6 +8,7 @@
 
 pub mod assignor;
 mod classic;
+mod kip848;
 mod matcher;
 pub mod protocol;
 
@@ -21,9 +22,6 @@ use super::{GroupProtocol, Shared};
 pub(crate) async fn run(shared: Arc<Shared>, matcher: TopicMatcher) {
     match shared.config.group_protocol {
         GroupProtocol::Classic => classic::run(shared, matcher).await,
-        GroupProtocol::Consumer => {
-            let _ = matcher;
-            shared.closing.subscribe().wait_for(|c| *c).await.ok();
-        }
+        GroupProtocol::Consumer => kip848::run(shared, matcher).await,
     }
 }
