@@ -1,13 +1,16 @@
-//! Leader failover on a 3-node cluster (`scripts/kafka up --nodes 3`): the partition leader's
-//! broker is killed and restarted while an idempotent producer writes; every acknowledged
-//! record is read back exactly once and nothing is written twice.
+//! Failover on a 3-node cluster (`scripts/kafka up --nodes 3`): brokers are killed and
+//! restarted while an idempotent producer writes and a group member reads; every acknowledged
+//! record is read back exactly once, nothing is written twice, and the reader sees no gap.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use bytes::Bytes;
 use protocol_tests::{client, create_topic, kafka_script, read_all, unique_topic};
-use ruststream_kafka::client::{Client, DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
+use ruststream_kafka::client::{
+    Client, Consumer, ConsumerConfig, ConsumerEvent, CoordinatorKind, DeliveryFuture, OffsetReset,
+    Producer, ProducerConfig, ProducerRecord, Subscription,
+};
 
 /// The tests of this file stop brokers: one at a time, or the cluster loses its quorum.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -231,5 +234,135 @@ async fn send(producer: &Producer, topic: &str, i: usize) -> DeliveryFuture {
     {
         Ok(d) => d,
         Err(e) => panic!("send {i}: {e}"),
+    }
+}
+
+/// A group member reads on while the broker coordinating its group, and then the leader of a
+/// partition it reads, are killed and restarted: every record is read, with no gap and no
+/// re-read in any partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_reads_on_when_its_coordinator_and_a_leader_die() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let client = client().await;
+    assert_eq!(
+        client.with_metadata(|m| m.brokers.len()),
+        3,
+        "needs 3 nodes"
+    );
+    let topic = unique_topic("group-failover");
+    create_topic(&client, &topic, 6).await;
+    let group = unique_topic("failover-group");
+    let coordinator = match client.coordinator(CoordinatorKind::Group, &group).await {
+        Ok(n) => n,
+        Err(e) => panic!("{e}"),
+    };
+    let mut consumer = match Consumer::new(
+        client.clone(),
+        ConsumerConfig {
+            heartbeat_interval: Duration::from_millis(500),
+            session_timeout: Duration::from_secs(20),
+            auto_offset_reset: OffsetReset::Earliest,
+            ..ConsumerConfig::for_group(&group)
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    if let Err(e) = consumer.subscribe(Subscription::Topics(vec![topic.clone()])) {
+        panic!("{e}");
+    }
+    let producer = match Producer::new(
+        client.clone(),
+        ProducerConfig {
+            enable_idempotence: true,
+            linger: Duration::from_millis(5),
+            ..ProducerConfig::default()
+        },
+    ) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let total = 30_000usize;
+    let writer = {
+        let topic = topic.clone();
+        tokio::spawn(async move {
+            let mut deliveries = Vec::with_capacity(total);
+            for i in 0..total {
+                deliveries.push(send(&producer, &topic, i).await);
+                if i % 100 == 0 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+            let mut failed = 0;
+            for d in deliveries {
+                if d.await.is_err() {
+                    failed += 1;
+                }
+            }
+            failed
+        })
+    };
+    let faults = {
+        let client = client.clone();
+        let topic = topic.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            eprintln!("killing node {coordinator}, the group coordinator");
+            restart_after_kill(coordinator).await;
+            let leader = match client.leader_of(&topic, 0).await {
+                Ok((node, _)) => node,
+                Err(e) => panic!("{e}"),
+            };
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            eprintln!("killing node {leader}, the leader of {topic}-0");
+            restart_after_kill(leader).await;
+        })
+    };
+    let mut by_partition: Vec<Vec<i64>> = vec![Vec::new(); 6];
+    let mut values = HashSet::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(4);
+    while values.len() < total {
+        match tokio::time::timeout_at(deadline, consumer.poll()).await {
+            Err(_) => panic!("read {} of {total} records", values.len()),
+            Ok(Err(e)) => panic!("poll: {e}"),
+            Ok(Ok(ConsumerEvent::Records(r))) => {
+                for rec in r.records {
+                    by_partition[r.partition as usize].push(rec.offset);
+                    values.insert(rec.value);
+                }
+            }
+            Ok(Ok(ConsumerEvent::Error(e))) => panic!("consumer error: {e}"),
+            Ok(Ok(event)) => eprintln!("{event:?}"),
+        }
+    }
+    if let Err(e) = faults.await {
+        panic!("faults: {e}");
+    }
+    match writer.await {
+        Ok(0) => {}
+        Ok(n) => panic!("{n} records failed although the cluster kept a quorum"),
+        Err(e) => panic!("writer: {e}"),
+    }
+    for (p, offsets) in by_partition.iter().enumerate() {
+        let expected: Vec<i64> = (0..offsets.len() as i64).collect();
+        assert_eq!(offsets, &expected, "partition {p}: a gap or a re-read");
+    }
+    if let Err(e) = consumer.close().await {
+        panic!("close: {e}");
+    }
+}
+
+/// Kills node `node`, waits a little, and starts it again.
+async fn restart_after_kill(node: i32) {
+    let id = node.to_string();
+    let killed = tokio::task::spawn_blocking(move || kafka_script(&["kill", &id]));
+    if let Err(e) = killed.await {
+        panic!("kill: {e}");
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let id = node.to_string();
+    let started = tokio::task::spawn_blocking(move || kafka_script(&["start", &id]));
+    if let Err(e) = started.await {
+        panic!("start: {e}");
     }
 }

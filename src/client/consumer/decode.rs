@@ -68,12 +68,9 @@ pub(crate) fn decode_partition(
         if h.last_offset() < from {
             continue;
         }
-        let records = batch.records()?;
-        if out.records.is_empty() {
-            out.records = records;
+        batch.records_into(&mut out.records)?;
+        if out.records.first().is_some_and(|r| r.offset < from) {
             out.records.retain(|r| r.offset >= from);
-        } else {
-            out.records.extend(records);
         }
     }
     Ok(out)

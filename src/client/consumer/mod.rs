@@ -273,8 +273,10 @@ impl Consumer {
         if self.shared.config.group_id.is_none() {
             return Err(Error::Config("subscribing needs a `group.id`".into()));
         }
-        if let Some(old) = self.membership.take() {
-            old.abort();
+        if self.membership.is_some() {
+            return Err(Error::Config(
+                "this consumer is already subscribed; close it and subscribe a new one".into(),
+            ));
         }
         let matcher = group::TopicMatcher::new(subscription)?;
         self.membership = Some(tokio::spawn(group::run(self.shared.clone(), matcher)));
@@ -285,6 +287,7 @@ impl Consumer {
     ///
     /// Cancel-safe: dropping the future loses nothing.
     pub async fn poll(&mut self) -> Result<ConsumerEvent> {
+        let _waiting = Waiting::new(&self.shared);
         loop {
             let wake = self.shared.poll_wake.notified();
             {
@@ -380,7 +383,7 @@ impl Consumer {
     /// Commits `offsets` as they are (next offsets to read), as this consumer's member.
     pub async fn commit_offsets(&self, offsets: &[OffsetToCommit]) -> Result<()> {
         let group = self.offsets()?;
-        group.commit(self.shared.member().as_ref(), offsets).await?;
+        commit_as_member(&self.shared, group, offsets).await?;
         let accepted: Vec<(TopicPartition, i64)> = offsets
             .iter()
             .map(|o| (TopicPartition::new(&o.topic, o.partition), o.offset))
@@ -437,6 +440,24 @@ impl Drop for Consumer {
     }
 }
 
+/// Marks the caller as present for as long as a `poll` runs, dropped or not.
+struct Waiting<'a>(&'a Shared);
+
+impl<'a> Waiting<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        shared.lock().polling = true;
+        Waiting(shared)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.polling = false;
+        state.last_poll = Instant::now();
+    }
+}
+
 /// Commits stored offsets that changed (of `only`, or of every partition).
 pub(crate) async fn commit_stored(shared: &Shared, only: Option<&[TopicPartition]>) -> Result<()> {
     let Some(group) = &shared.offsets else {
@@ -456,11 +477,38 @@ pub(crate) async fn commit_stored(shared: &Shared, only: Option<&[TopicPartition
             metadata: None,
         })
         .collect();
-    group.commit(shared.member().as_ref(), &offsets).await?;
+    commit_as_member(shared, group, &offsets).await?;
     let accepted: Vec<(TopicPartition, i64)> =
         pending.into_iter().map(|(tp, o, _)| (tp, o)).collect();
     shared.lock().committed(&accepted);
     Ok(())
+}
+
+/// Commits as the current member. A KIP-848 member's epoch can move while a commit is on its
+/// way (`STALE_MEMBER_EPOCH`): the commit is sent again with the new epoch, as long as the
+/// member still owns the partitions.
+async fn commit_as_member(
+    shared: &Shared,
+    group: &Offsets,
+    offsets: &[OffsetToCommit],
+) -> Result<()> {
+    let mut attempt = 0;
+    loop {
+        let member = shared.member();
+        match group.commit(member.as_ref(), offsets).await {
+            Err(e)
+                if attempt < 3
+                    && e.code() == Some(crate::client::ResponseError::StaleMemberEpoch) =>
+            {
+                attempt += 1;
+                if shared.member() == member {
+                    // The new epoch has not arrived yet.
+                    tokio::time::sleep(shared.client.config().retry_backoff).await;
+                }
+            }
+            other => return other,
+        }
+    }
 }
 
 async fn auto_commit(shared: Arc<Shared>) {

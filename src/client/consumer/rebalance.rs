@@ -83,8 +83,14 @@ impl Shared {
         self.lock().assignment()
     }
 
-    /// How long since the caller last polled.
+    /// How long since the caller last polled; zero while a poll waits for events (an idle
+    /// caller is not a stuck one).
     pub(crate) fn since_last_poll(&self) -> Duration {
-        self.lock().last_poll.elapsed()
+        let state = self.lock();
+        if state.polling {
+            Duration::ZERO
+        } else {
+            state.last_poll.elapsed()
+        }
     }
 }

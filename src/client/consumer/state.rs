@@ -89,6 +89,8 @@ pub(crate) struct State {
     /// Bytes of all queued chunks.
     pub buffered: usize,
     pub last_poll: Instant,
+    /// A `poll` is waiting for something to hand out: the caller is there.
+    pub polling: bool,
     pub auto_store: bool,
 }
 
@@ -100,6 +102,7 @@ impl State {
             events: VecDeque::new(),
             buffered: 0,
             last_poll: Instant::now(),
+            polling: false,
             auto_store,
         }
     }

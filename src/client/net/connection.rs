@@ -461,9 +461,29 @@ async fn read_frames<R: AsyncRead + Unpin>(
         if !(4..=max_response_size).contains(&length) {
             break format!("frame of {length} bytes (limit {max_response_size})");
         }
-        let mut frame = BytesMut::zeroed(length);
-        if let Err(e) = reader.read_exact(&mut frame).await {
-            break format!("read failed: {e}");
+        // Read into uninitialised capacity: zero-filling megabytes of fetch response first
+        // cost a measurable share of a consumer's CPU.
+        let mut frame = BytesMut::with_capacity(length);
+        let mut limited = (&mut reader).take(length as u64);
+        let mut failure = None;
+        while frame.len() < length {
+            match limited.read_buf(&mut frame).await {
+                Ok(0) => {
+                    failure = Some(format!(
+                        "connection closed mid-frame ({} of {length} bytes)",
+                        frame.len()
+                    ));
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    failure = Some(format!("read failed: {e}"));
+                    break;
+                }
+            }
+        }
+        if let Some(why) = failure {
+            break why;
         }
         let mut frame = frame.freeze();
         let correlation = frame.get_i32();

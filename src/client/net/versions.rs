@@ -42,6 +42,16 @@ impl ApiVersions {
         self.ranges.get(api as usize).copied().flatten()
     }
 
+    /// Whether the broker has the API with key `key` (Kafka's number, e.g. 68 for
+    /// `ConsumerGroupHeartbeat`).
+    #[must_use]
+    pub fn supports(&self, key: i16) -> bool {
+        usize::try_from(key)
+            .ok()
+            .and_then(|k| self.ranges.get(k).copied().flatten())
+            .is_some()
+    }
+
     /// The highest version both the broker and `ours` support.
     pub fn pick(&self, api: ApiKey, ours: VersionRange) -> Result<i16> {
         let theirs = self

@@ -198,6 +198,23 @@ impl Batch {
     /// Decodes (and decompresses) the records. Every length is checked; a batch whose records
     /// disagree with its header is an error.
     pub fn records(&self) -> Result<Vec<Record>> {
+        let mut records = Vec::new();
+        self.records_into(&mut records)?;
+        Ok(records)
+    }
+
+    /// Decodes the records onto the end of `records` (see [`Batch::records`]); on error,
+    /// `records` keeps what it had.
+    pub fn records_into(&self, records: &mut Vec<Record>) -> Result<()> {
+        let before = records.len();
+        let decoded = self.decode_into(records);
+        if decoded.is_err() {
+            records.truncate(before);
+        }
+        decoded
+    }
+
+    fn decode_into(&self, records: &mut Vec<Record>) -> Result<()> {
         let codec = self.header.codec()?;
         let body = if codec == Codec::None {
             self.body.clone()
@@ -212,7 +229,7 @@ impl Batch {
             .map_err(|_| Error::protocol("negative record count"))?;
         // Each record takes at least 7 bytes, so the count cannot make us reserve more than
         // the data could hold.
-        let mut records = Vec::with_capacity(count.min(body.len() / 7));
+        records.reserve(count.min(body.len() / 7));
         let mut c = Cursor::new(body);
         let log_append = self.header.is_log_append_time();
         for _ in 0..count {
@@ -254,7 +271,7 @@ impl Batch {
                 },
             });
         }
-        Ok(records)
+        Ok(())
     }
 }
 
