@@ -289,8 +289,9 @@ async fn a_group_reads_on_when_its_coordinator_and_a_leader_die() {
             let mut deliveries = Vec::with_capacity(total);
             for i in 0..total {
                 deliveries.push(send(&producer, &topic, i).await);
+                // About 15 s of writing: the faults happen while records flow.
                 if i % 100 == 0 {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
             let mut failed = 0;
