@@ -15,6 +15,35 @@ use tokio::sync::watch;
 use super::consume::{collect, consumer};
 use super::{bytes, codec_config, producer, send_all};
 
+/// Whether the cluster runs KIP-848 groups. One that does not (Kafka 3.9 by default
+/// advertises `ConsumerGroupHeartbeat` but answers `UNSUPPORTED_VERSION`) must refuse a
+/// consumer-protocol member with a clear error naming `group.protocol`: that is checked here,
+/// and the caller's scenario does not apply.
+async fn kip848_or_refused(client: &Client) -> bool {
+    let topic = unique_topic("kip848-probe");
+    create_topic(client, &topic, 1).await;
+    let c = subscribed(
+        client,
+        config(&unique_topic("probe")),
+        Subscription::Topics(vec![topic]),
+    );
+    let mut c = c;
+    let supported = match tokio::time::timeout(Duration::from_secs(30), c.poll()).await {
+        Ok(Ok(ConsumerEvent::Assigned(_))) => true,
+        Ok(Ok(ConsumerEvent::Error(e))) => {
+            let text = e.to_string();
+            assert!(text.contains("group.protocol"), "{text}");
+            eprintln!("this cluster has no KIP-848 groups; refused as expected: {text}");
+            false
+        }
+        other => panic!("neither an assignment nor a clear refusal: {other:?}"),
+    };
+    if let Err(e) = c.close().await {
+        panic!("close: {e}");
+    }
+    supported
+}
+
 fn config(group: &str) -> ConsumerConfig {
     ConsumerConfig {
         group_protocol: GroupProtocol::Consumer,
@@ -151,6 +180,9 @@ async fn members_join_and_leave_while_records_flow() {
     const PARTITIONS: i32 = 12;
     const RECORDS: usize = 30_000;
     let client = client().await;
+    if !kip848_or_refused(&client).await {
+        return;
+    }
     let topic = unique_topic("kip848-rebalance");
     create_topic(&client, &topic, PARTITIONS).await;
     let group = unique_topic("kip848-group");
@@ -341,6 +373,9 @@ async fn members_join_and_leave_while_records_flow() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pattern_picks_up_a_topic_created_after_subscribing() {
     let client = client().await;
+    if !kip848_or_refused(&client).await {
+        return;
+    }
     let prefix = unique_topic("kip848-pattern");
     let first = format!("{prefix}-a");
     create_topic(&client, &first, 2).await;
@@ -391,6 +426,9 @@ async fn a_pattern_picks_up_a_topic_created_after_subscribing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commits_as_a_member_are_fetched_back() {
     let client = client().await;
+    if !kip848_or_refused(&client).await {
+        return;
+    }
     let topic = unique_topic("kip848-commit");
     create_topic(&client, &topic, 3).await;
     produce(&client, &topic, 0..300).await;
@@ -454,6 +492,9 @@ async fn commits_as_a_member_are_fetched_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_server_assignor_is_reported() {
     let client = client().await;
+    if !kip848_or_refused(&client).await {
+        return;
+    }
     let topic = unique_topic("kip848-assignor");
     create_topic(&client, &topic, 1).await;
     let group = unique_topic("kip848-group");
@@ -506,6 +547,9 @@ async fn wait_event<T>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_that_stops_polling_leaves_and_rejoins_at_the_next_poll() {
     let client = client().await;
+    if !kip848_or_refused(&client).await {
+        return;
+    }
     let topic = unique_topic("kip848-stale");
     create_topic(&client, &topic, 4).await;
     produce(&client, &topic, 0..40).await;
@@ -583,6 +627,9 @@ async fn a_member_that_stops_polling_leaves_and_rejoins_at_the_next_poll() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_member_keeps_its_instance_id_to_itself_and_gets_it_back() {
     let client = client().await;
+    if !kip848_or_refused(&client).await {
+        return;
+    }
     let topic = unique_topic("kip848-static");
     create_topic(&client, &topic, 3).await;
     let group = unique_topic("kip848-group");
