@@ -26,9 +26,9 @@ pub use admin::{Admin, NewTopic, OffsetSpec};
 pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub use consumer::{
-    CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, GroupMember, GroupProtocol,
-    OffsetReset, OffsetToCommit, Offsets, PartitionRecords, Revocation, StartAt, Subscription,
-    TopicPartition,
+    CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, FetchStats, GroupMember,
+    GroupProtocol, OffsetReset, OffsetToCommit, Offsets, PartitionRecords, Revocation, StartAt,
+    Subscription, TopicPartition,
 };
 pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};

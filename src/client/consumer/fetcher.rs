@@ -13,7 +13,7 @@
 //! `auto.offset.reset`; a failed request resets the broker's session.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -192,6 +192,14 @@ impl Fetcher {
                 .map(|w| ((w.tp.topic.clone(), w.tp.partition), w.position))
                 .collect();
             let request = self.sessions.entry(node).or_default().request(&keyed);
+            {
+                let mut stats = shared.stats.lock().unwrap_or_else(PoisonError::into_inner);
+                if request.epoch == 0 {
+                    stats.full += 1;
+                } else {
+                    stats.incremental += 1;
+                }
+            }
             self.busy.insert(node);
             in_flight.spawn(fetch(shared.clone(), node, request, wants));
         }
@@ -219,12 +227,30 @@ impl Fetcher {
         match result {
             Err(e) => {
                 session.reset();
+                shared
+                    .stats
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .failed += 1;
                 tracing::debug!(node, error = %e, "fetch failed");
                 self.node_backoff.insert(node, now + backoff);
                 refresh.extend(wants.iter().map(|w| w.tp.topic.clone()));
             }
             Ok((top_error, session_id, outcomes)) => {
                 session.answered(top_error, session_id);
+                if matches!(
+                    top_error,
+                    Some(
+                        ResponseError::FetchSessionIdNotFound
+                            | ResponseError::InvalidFetchSessionEpoch
+                    )
+                ) {
+                    shared
+                        .stats
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .session_errors += 1;
+                }
                 if let Some(code) = top_error
                     && !matches!(
                         code,

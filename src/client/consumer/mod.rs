@@ -151,6 +151,20 @@ pub enum Subscription {
     Pattern(String),
 }
 
+/// Counts of the fetcher's requests, for tests and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FetchStats {
+    /// Fetch requests that named every partition (opening a session, or without one).
+    pub full: u64,
+    /// Incremental fetch requests within a session (KIP-227).
+    pub incremental: u64,
+    /// Sessions the broker no longer knew (`FETCH_SESSION_ID_NOT_FOUND`,
+    /// `INVALID_FETCH_SESSION_EPOCH`), after which the fetcher started over.
+    pub session_errors: u64,
+    /// Requests that failed (connection lost, timeout).
+    pub failed: u64,
+}
+
 /// State shared by the consumer handle, its fetcher and its group membership.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -170,6 +184,7 @@ pub(crate) struct Shared {
     pub fetch_lane: u64,
     /// The connections of the group membership.
     pub group_lane: u64,
+    pub stats: Mutex<FetchStats>,
 }
 
 impl Shared {
@@ -223,6 +238,7 @@ impl Consumer {
             closing: watch::Sender::new(false),
             fetch_lane,
             group_lane,
+            stats: Mutex::new(FetchStats::default()),
         });
         let mut tasks = vec![tokio::spawn(fetcher::run(shared.clone()))];
         if shared.config.enable_auto_commit && shared.offsets.is_some() {
@@ -341,6 +357,23 @@ impl Consumer {
     #[must_use]
     pub fn position(&self, partition: &TopicPartition) -> Option<i64> {
         self.shared.lock().parts.get(partition)?.position
+    }
+
+    /// What the fetcher has done so far.
+    #[must_use]
+    pub fn fetch_stats(&self) -> FetchStats {
+        *self
+            .shared
+            .stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Bytes fetched and waiting to be handed out (bounded by `queued.max.messages.kbytes`
+    /// plus one response).
+    #[must_use]
+    pub fn buffered_bytes(&self) -> usize {
+        self.shared.lock().buffered
     }
 
     /// The partitions assigned now.
