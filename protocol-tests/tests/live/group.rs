@@ -458,3 +458,58 @@ pub(crate) async fn wait_until(timeout: Duration, cond: impl Fn() -> bool) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_stops_polling_leaves_and_rejoins_at_the_next_poll() {
+    let client = client().await;
+    let topic = unique_topic("group-poll-timeout");
+    create_topic(&client, &topic, 4).await;
+    let group = unique_topic("poll-timeout");
+    let sub = || Subscription::Topics(vec![topic.clone()]);
+    let mut a = match Consumer::new(
+        client.clone(),
+        ConsumerConfig {
+            max_poll_interval: Duration::from_secs(2),
+            ..group_config(&group, "range")
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("consumer: {e}"),
+    };
+    if let Err(e) = a.subscribe(sub()) {
+        panic!("subscribe: {e}");
+    }
+    match tokio::time::timeout(Duration::from_secs(30), a.poll()).await {
+        Ok(Ok(ConsumerEvent::Assigned(ps))) => assert_eq!(ps.len(), 4),
+        other => panic!("expected the assignment, got {other:?}"),
+    }
+    // No poll for longer than max.poll.interval.ms: the member leaves.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        a.member().is_none(),
+        "still a member after the poll timeout"
+    );
+    let b = Member::start(&client, group_config(&group, "range"), sub());
+    wait_until(Duration::from_secs(30), || b.with(|s| s.owned.len()) == 4).await;
+    // Back to polling: the caller hears the partitions were lost, then gets a share again.
+    match tokio::time::timeout(Duration::from_secs(30), a.poll()).await {
+        Ok(Ok(ConsumerEvent::Lost(ps))) => assert_eq!(ps.len(), 4),
+        other => panic!("expected the partitions lost, got {other:?}"),
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match tokio::time::timeout_at(deadline, a.poll()).await {
+            Ok(Ok(ConsumerEvent::Assigned(ps))) => {
+                assert_eq!(ps.len(), 2);
+                break;
+            }
+            Ok(Ok(ConsumerEvent::Error(e))) => panic!("consumer error: {e}"),
+            Ok(Ok(_)) => {}
+            other => panic!("expected a new assignment, got {other:?}"),
+        }
+    }
+    if let Err(e) = a.close().await {
+        panic!("close: {e}");
+    }
+    b.stop().await;
+}

@@ -159,7 +159,9 @@ impl Classic {
                         group = %self.group,
                         "`max.poll.interval.ms` passed without a poll: leaving the group"
                     );
-                    self.leave().await;
+                    // The caller cannot hear a revocation: the partitions are lost (it
+                    // learns so at its next poll), as the group is told right away.
+                    self.send_leave().await;
                     self.reset_membership();
                     self.wait_for_poll().await;
                 }
@@ -561,6 +563,11 @@ impl Classic {
         } else if self.generation >= 0 && !owned.is_empty() {
             self.revoke_heartbeating(&owned).await;
         }
+        self.send_leave().await;
+    }
+
+    /// Tells the coordinator this dynamic member leaves, and forgets the membership.
+    async fn send_leave(&mut self) {
         if self.config().group_instance_id.is_some() || self.member_id.is_empty() {
             return;
         }
