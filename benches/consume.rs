@@ -16,9 +16,9 @@
 //! the whole JVM's as `time` sees it, start-up included. A JVM reading a single record
 //! measures that fixed cost once per run; "net" figures subtract it. Memory is peak RSS:
 //! ours from `VmHWM` in `/proc/self/status` (reset before each round through
-//! `/proc/self/clear_refs`), the JVM's from `/usr/bin/time`. Allocations are not counted: a
-//! counting `#[global_allocator]` needs `unsafe impl GlobalAlloc`, and the workspace forbids
-//! `unsafe_code` in every target.
+//! `/proc/self/clear_refs`), the JVM's from `/usr/bin/time`. Our allocations are counted by
+//! `stats_alloc`'s instrumented system allocator (the JVM's cannot be compared: it allocates
+//! in its own heap).
 
 #![allow(clippy::cast_precision_loss, reason = "record counts far below 2^52")]
 
@@ -31,6 +31,10 @@ use ruststream_kafka::client::{
     Admin, Client, ClientConfig, Codec, Consumer, ConsumerConfig, ConsumerEvent, NewTopic,
     Producer, ProducerConfig, ProducerRecord, StartAt, TopicPartition,
 };
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
 const PARTITIONS: i32 = 6;
 const RECORD_SIZE: usize = 100;
@@ -116,6 +120,7 @@ struct Ours {
     mib_per_sec: f64,
     cpu_us_per_record: f64,
     peak_rss_mib: f64,
+    allocations_per_record: f64,
 }
 
 async fn ours(client: &Client, topic: &str, records: usize) -> Ours {
@@ -125,6 +130,7 @@ async fn ours(client: &Client, topic: &str, records: usize) -> Ours {
         .collect();
     reset_peak_rss();
     let cpu0 = cpu_seconds();
+    let allocations = Region::new(GLOBAL);
     let start = Instant::now();
     consumer.assign(&partitions).expect("assign");
     let mut count = 0usize;
@@ -151,6 +157,7 @@ async fn ours(client: &Client, topic: &str, records: usize) -> Ours {
     }
     let elapsed = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
+    let allocated = allocations.change().allocations;
     let peak_rss_mib = peak_rss_mib();
     std::hint::black_box(sum);
     assert_eq!(count, records, "records read");
@@ -161,6 +168,7 @@ async fn ours(client: &Client, topic: &str, records: usize) -> Ours {
         mib_per_sec: bytes as f64 / MIB / elapsed,
         cpu_us_per_record: cpu * 1e6 / records as f64,
         peak_rss_mib,
+        allocations_per_record: allocated as f64 / records as f64,
     }
 }
 
@@ -294,8 +302,13 @@ fn main() {
         let o = runtime.block_on(ours(&client, &topic, records));
         let j = java(&classpath, &bootstrap, &topic, records);
         println!(
-            "round {round}: ours {:>9.0} rec/s {:>6.1} MiB/s {:>5.2} us CPU/rec {:>5.0} MiB peak RSS",
-            o.records_per_sec, o.mib_per_sec, o.cpu_us_per_record, o.peak_rss_mib
+            "round {round}: ours {:>9.0} rec/s {:>6.1} MiB/s {:>5.2} us CPU/rec {:>5.0} MiB peak RSS \
+             {:.3} allocations/rec",
+            o.records_per_sec,
+            o.mib_per_sec,
+            o.cpu_us_per_record,
+            o.peak_rss_mib,
+            o.allocations_per_record
         );
         println!(
             "         java {:>9.0} rec/s {:>6.1} MiB/s {:>5.2} us CPU/rec {:>5.0} MiB peak RSS \

@@ -9,7 +9,8 @@
 //!
 //! Rounds alternate between the two clients so that machine noise hits both alike; the
 //! figures to quote are the ratios. CPU time is the process's user+system time while ours
-//! runs (from /proc/self/stat) and the JVM's as `time` would see it.
+//! runs (from /proc/self/stat) and the JVM's as `time` would see it. Our allocations per
+//! record are counted by `stats_alloc`'s instrumented system allocator.
 
 #![allow(clippy::cast_precision_loss, reason = "record counts far below 2^52")]
 
@@ -20,6 +21,10 @@ use bytes::Bytes;
 use ruststream_kafka::client::{
     Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord,
 };
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
 const PARTITIONS: i32 = 6;
 
@@ -54,6 +59,8 @@ fn cpu_seconds() -> f64 {
 struct Figures {
     records_per_sec: f64,
     cpu_us_per_record: f64,
+    /// Ours only (0 for Java).
+    allocations_per_record: f64,
 }
 
 async fn ours(client: &Client, topic: &str, records: usize) -> Figures {
@@ -65,6 +72,7 @@ async fn ours(client: &Client, topic: &str, records: usize) -> Figures {
     let producer = Producer::new(client.clone(), config).expect("producer");
     let payload = Bytes::from(vec![b'x'; 100]);
     let cpu0 = cpu_seconds();
+    let allocations = Region::new(GLOBAL);
     let start = Instant::now();
     let mut last = None;
     for _ in 0..records {
@@ -82,10 +90,12 @@ async fn ours(client: &Client, topic: &str, records: usize) -> Figures {
     }
     let elapsed = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
+    let allocated = allocations.change().allocations;
     producer.close(Duration::from_secs(10)).await;
     Figures {
         records_per_sec: records as f64 / elapsed,
         cpu_us_per_record: cpu * 1e6 / records as f64,
+        allocations_per_record: allocated as f64 / records as f64,
     }
 }
 
@@ -134,6 +144,7 @@ fn java(classpath: &str, bootstrap: &str, topic: &str, records: usize) -> Figure
     Figures {
         records_per_sec,
         cpu_us_per_record: cpu * 1e6 / records as f64,
+        allocations_per_record: 0.0,
     }
 }
 
@@ -171,9 +182,10 @@ fn main() {
         let o = runtime.block_on(ours(&client, &topic, records));
         let j = java(&classpath, &bootstrap, &topic, records);
         println!(
-            "round {round}: ours {:>10.0} rec/s {:>6.2} us CPU/rec | java {:>10.0} rec/s {:>6.2} us CPU/rec | throughput ratio ours/java {:.2}, CPU ratio ours/java {:.2}",
+            "round {round}: ours {:>10.0} rec/s {:>6.2} us CPU/rec {:.2} allocations/rec | java {:>10.0} rec/s {:>6.2} us CPU/rec | throughput ratio ours/java {:.2}, CPU ratio ours/java {:.2}",
             o.records_per_sec,
             o.cpu_us_per_record,
+            o.allocations_per_record,
             j.records_per_sec,
             j.cpu_us_per_record,
             o.records_per_sec / j.records_per_sec,

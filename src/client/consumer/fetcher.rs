@@ -28,7 +28,7 @@ use crate::client::reader::IsolationLevel;
 
 use super::decode::{Decoded, decode_partition};
 use super::fetch_session::{FetchPosition, FetchSession, SessionRequest};
-use super::state::Chunk;
+use super::state::{Chunk, State};
 use super::{Shared, StartAt, TopicPartition, positions};
 
 /// Fetch versions with sessions (v7) and topic names (v13 moved to topic ids).
@@ -273,46 +273,8 @@ impl Fetcher {
                     {
                         continue;
                     }
-                    match (outcome.error, outcome.decoded) {
-                        (None, Ok(decoded)) => {
-                            let chunk = Chunk {
-                                generation: want.generation,
-                                records: decoded.records,
-                                next_offset: decoded.next_offset,
-                                leader_epoch: want.position.leader_epoch,
-                                high_watermark: outcome.high_watermark,
-                                bytes: outcome.bytes,
-                            };
-                            state.push(&tp, chunk);
-                        }
-                        (None, Err(e)) => {
-                            // A batch we cannot read: stop here rather than skip it.
-                            state.report(Error::InvalidRecord(format!(
-                                "{tp} at offset {}: {e}",
-                                want.position.offset
-                            )));
-                            if let Some(part) = state.parts.get_mut(&tp) {
-                                part.backoff_until = Some(now + backoff);
-                            }
-                        }
-                        (Some(ResponseError::OffsetOutOfRange), _) => {
-                            tracing::info!(partition = %tp, offset = want.position.offset,
-                                "offset out of range; applying auto.offset.reset");
-                            state.restart(&tp, StartAt::Reset);
-                        }
-                        (Some(code), _) => {
-                            if leader_trouble(code) {
-                                refresh.insert(tp.topic.clone());
-                            } else {
-                                state.report(Error::Broker {
-                                    code,
-                                    context: format!("fetching {tp} at {}", want.position.offset),
-                                });
-                            }
-                            if let Some(part) = state.parts.get_mut(&tp) {
-                                part.backoff_until = Some(now + backoff);
-                            }
-                        }
+                    if let Some(topic) = apply(&mut state, &tp, want, outcome, now + backoff) {
+                        refresh.insert(topic);
                     }
                 }
             }
@@ -347,6 +309,57 @@ impl Fetcher {
             shared.fetch_wake.notify_one();
         });
     }
+}
+
+/// Applies one partition's outcome; returns its topic when its leader must be looked up.
+fn apply(
+    state: &mut State,
+    tp: &TopicPartition,
+    want: &Want,
+    outcome: Outcome,
+    retry_at: Instant,
+) -> Option<Arc<str>> {
+    match (outcome.error, outcome.decoded) {
+        (None, Ok(decoded)) => {
+            let chunk = Chunk {
+                generation: want.generation,
+                records: decoded.records,
+                next_offset: decoded.next_offset,
+                leader_epoch: want.position.leader_epoch,
+                high_watermark: outcome.high_watermark,
+                bytes: outcome.bytes,
+            };
+            state.push(tp, chunk);
+        }
+        (None, Err(e)) => {
+            // A batch we cannot read: stop here rather than skip it.
+            state.report(Error::InvalidRecord(format!(
+                "{tp} at offset {}: {e}",
+                want.position.offset
+            )));
+            if let Some(part) = state.parts.get_mut(tp) {
+                part.backoff_until = Some(retry_at);
+            }
+        }
+        (Some(ResponseError::OffsetOutOfRange), _) => {
+            tracing::info!(partition = %tp, offset = want.position.offset,
+                "offset out of range; applying auto.offset.reset");
+            state.restart(tp, StartAt::Reset);
+        }
+        (Some(code), _) => {
+            if let Some(part) = state.parts.get_mut(tp) {
+                part.backoff_until = Some(retry_at);
+            }
+            if leader_trouble(code) {
+                return Some(tp.topic.clone());
+            }
+            state.report(Error::Broker {
+                code,
+                context: format!("fetching {tp} at {}", want.position.offset),
+            });
+        }
+    }
+    None
 }
 
 /// Errors after which the partition's leader must be looked up again.
