@@ -271,38 +271,8 @@ async fn a_group_reads_on_when_its_coordinator_and_a_leader_die() {
     if let Err(e) = consumer.subscribe(Subscription::Topics(vec![topic.clone()])) {
         panic!("{e}");
     }
-    let producer = match Producer::new(
-        client.clone(),
-        ProducerConfig {
-            enable_idempotence: true,
-            linger: Duration::from_millis(5),
-            ..ProducerConfig::default()
-        },
-    ) {
-        Ok(p) => p,
-        Err(e) => panic!("{e}"),
-    };
     let total = 30_000usize;
-    let writer = {
-        let topic = topic.clone();
-        tokio::spawn(async move {
-            let mut deliveries = Vec::with_capacity(total);
-            for i in 0..total {
-                deliveries.push(send(&producer, &topic, i).await);
-                // About 15 s of writing: the faults happen while records flow.
-                if i % 100 == 0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-            let mut failed = 0;
-            for d in deliveries {
-                if d.await.is_err() {
-                    failed += 1;
-                }
-            }
-            failed
-        })
-    };
+    let writer = tokio::spawn(write_steadily(client.clone(), topic.clone(), total));
     let faults = {
         let client = client.clone();
         let topic = topic.clone();
@@ -324,7 +294,7 @@ async fn a_group_reads_on_when_its_coordinator_and_a_leader_die() {
     let deadline = tokio::time::Instant::now() + Duration::from_mins(4);
     while values.len() < total {
         match tokio::time::timeout_at(deadline, consumer.poll()).await {
-            Err(_) => panic!("read {} of {total} records", values.len()),
+            Err(elapsed) => panic!("read {} of {total} records ({elapsed})", values.len()),
             Ok(Err(e)) => panic!("poll: {e}"),
             Ok(Ok(ConsumerEvent::Records(r))) => {
                 for rec in r.records {
@@ -366,4 +336,34 @@ async fn restart_after_kill(node: i32) {
     if let Err(e) = started.await {
         panic!("start: {e}");
     }
+}
+
+/// Writes `total` records idempotently over about 15 s; returns how many failed.
+async fn write_steadily(client: Client, topic: String, total: usize) -> usize {
+    let producer = match Producer::new(
+        client,
+        ProducerConfig {
+            enable_idempotence: true,
+            linger: Duration::from_millis(5),
+            ..ProducerConfig::default()
+        },
+    ) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let mut deliveries = Vec::with_capacity(total);
+    for i in 0..total {
+        deliveries.push(send(&producer, &topic, i).await);
+        // The faults happen while records flow.
+        if i % 100 == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let mut failed = 0;
+    for d in deliveries {
+        if d.await.is_err() {
+            failed += 1;
+        }
+    }
+    failed
 }

@@ -1,5 +1,5 @@
 //! The consumer by manual assignment: fetch sessions across partitions, seeks, pauses,
-//! read_committed against the Java client's transactions.
+//! `read_committed` against the Java client's transactions.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -31,7 +31,7 @@ pub(crate) async fn collect(
     let deadline = tokio::time::Instant::now() + timeout;
     while got < count {
         match tokio::time::timeout_at(deadline, consumer.poll()).await {
-            Err(_) => panic!("timed out with {got} of {count} records"),
+            Err(elapsed) => panic!("{elapsed} with {got} of {count} records"),
             Ok(Err(e)) => panic!("poll: {e}"),
             Ok(Ok(ConsumerEvent::Records(r))) => {
                 got += r.records.len();
@@ -357,7 +357,7 @@ async fn prefetch_stays_bounded_while_the_caller_does_not_poll() {
         c.buffered_bytes() >= limit,
         "the buffer fills up to its limit"
     );
-    let got = collect(&mut c, 6_000, Duration::from_secs(60)).await;
+    let got = collect(&mut c, 6_000, Duration::from_mins(1)).await;
     assert_eq!(got.values().map(Vec::len).sum::<usize>(), 6_000);
 }
 

@@ -421,7 +421,7 @@ async fn commits_go_through_the_member_and_read_back() {
             Ok(Ok(ConsumerEvent::Error(e))) => panic!("consumer error: {e}"),
             Ok(Ok(_)) => {}
             Ok(Err(e)) => panic!("poll: {e}"),
-            Err(_) => panic!("timed out at {got}"),
+            Err(elapsed) => panic!("timed out at {got} ({elapsed})"),
         }
     }
     assert!(consumer.member().is_some_and(|m| m.generation >= 1));

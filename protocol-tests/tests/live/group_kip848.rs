@@ -393,7 +393,7 @@ async fn a_pattern_picks_up_a_topic_created_after_subscribing() {
     let deadline = tokio::time::Instant::now() + Duration::from_mins(2);
     while by_topic.get(&second).copied().unwrap_or(0) < 100 {
         let event = match tokio::time::timeout_at(deadline, c.poll()).await {
-            Err(_) => panic!("timed out: {by_topic:?}"),
+            Err(elapsed) => panic!("{elapsed}: {by_topic:?}"),
             Ok(Err(e)) => panic!("poll: {e}"),
             Ok(Ok(e)) => e,
         };
@@ -507,7 +507,7 @@ async fn an_unknown_server_assignor_is_reported() {
         Subscription::Topics(vec![topic]),
     );
     let event = match tokio::time::timeout(Duration::from_secs(30), c.poll()).await {
-        Err(_) => panic!("no error reported"),
+        Err(elapsed) => panic!("no error reported ({elapsed})"),
         Ok(Err(e)) => panic!("poll: {e}"),
         Ok(Ok(e)) => e,
     };
@@ -533,7 +533,7 @@ async fn wait_event<T>(
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         match tokio::time::timeout_at(deadline, consumer.poll()).await {
-            Err(_) => panic!("timed out waiting for {what}"),
+            Err(elapsed) => panic!("{elapsed} waiting for {what}"),
             Ok(Err(e)) => panic!("poll: {e}"),
             Ok(Ok(event)) => {
                 if let Some(found) = pick(event) {
