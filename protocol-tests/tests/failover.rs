@@ -19,11 +19,7 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let client = client().await;
-    let brokers = client.with_metadata(|m| m.brokers.len());
-    assert_eq!(
-        brokers, 3,
-        "this test needs the 3-node cluster (scripts/kafka up --nodes 3)"
-    );
+    all_three_brokers(&client).await;
     let topic = unique_topic("failover");
     create_topic(&client, &topic, 3).await;
     let leader = match client.leader_of(&topic, 0).await {
@@ -119,6 +115,24 @@ async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
     );
 }
 
+/// Waits until the cluster lists 3 brokers: a broker restarted by the test before takes a
+/// moment to register again. Fails after a minute (the 3-node cluster is missing).
+async fn all_three_brokers(client: &Client) {
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    loop {
+        let _ = client.refresh_metadata(&[]).await;
+        let brokers = client.with_metadata(|m| m.brokers.len());
+        if brokers == 3 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{brokers} brokers: these tests need the 3-node cluster (scripts/kafka up --nodes 3)"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Waits (up to a minute) until partition 0 of `topic` has a leader other than `old`: the
 /// controller fences a dead broker only after its session timeout.
 async fn new_leader(client: &Client, topic: &str, old: i32) -> Option<i32> {
@@ -143,6 +157,7 @@ async fn new_leader(client: &Client, topic: &str, old: i32) -> Option<i32> {
 async fn expired_batches_bump_the_epoch_and_nothing_is_written_twice() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let client = client().await;
+    all_three_brokers(&client).await;
     let topic = unique_topic("epoch-bump");
     let admin = ruststream_kafka::client::Admin::new(client.clone());
     let spec = ruststream_kafka::client::NewTopic::new(&topic, 1, 1);
@@ -244,11 +259,7 @@ async fn send(producer: &Producer, topic: &str, i: usize) -> DeliveryFuture {
 async fn a_group_reads_on_when_its_coordinator_and_a_leader_die() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let client = client().await;
-    assert_eq!(
-        client.with_metadata(|m| m.brokers.len()),
-        3,
-        "needs 3 nodes"
-    );
+    all_three_brokers(&client).await;
     let topic = unique_topic("group-failover");
     create_topic(&client, &topic, 6).await;
     let group = unique_topic("failover-group");
