@@ -22,7 +22,9 @@
 //! - Flags: comma-separated words, each with its leading white space dropped and an optional
 //!   `+` (add, the default) or `-` (remove), matched case-insensitively; empty words are
 //!   skipped. The result is applied to the default set.
-//! - Pointers, callbacks and internal state cannot be set from a string; neither can
+//! - Pointers, callbacks and internal state cannot be set from a string (librdkafka lets its
+//!   one hidden unit-test hook, `ut_handle_ProduceResponse`, take a string as a function
+//!   pointer; here it is refused like the others); neither can
 //!   librdkafka's two names for Java client settings (`ssl.truststore.location`,
 //!   `sasl.jaas.config`), which it refuses with a hint (the hint here is this crate's).
 //! - A property or enum value behind a build option this crate does not have is refused with
