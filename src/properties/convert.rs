@@ -1,0 +1,248 @@
+//! From finalized settings to the native client's typed configurations: [`ClientConfig`],
+//! [`ProducerConfig`] and [`ConsumerConfig`].
+//!
+//! Every field of those structs is filled from the property it documents, with librdkafka's
+//! meaning. Where librdkafka gives a value a meaning the struct spells differently, the
+//! conversion translates it:
+//!
+//! - `topic.metadata.refresh.interval.ms` of -1 or 0 (no periodic refresh) is a zero interval,
+//!   which the client reads as "off".
+//! - `auto.commit.interval.ms=0` (no periodic commit) is the longest duration: the consumer's
+//!   commit timer then never fires.
+//! - `queue.buffering.max.messages=0` (no limit) is `usize::MAX`.
+//! - `compression.type` of the topic configuration wins over the global one unless it is
+//!   `inherit`.
+//! - Empty `group.id`, `group.instance.id` and `client.rack` are none (librdkafka creates no
+//!   group for an empty group id).
+//! - Bootstrap servers are split at commas and spaces, a `scheme://` prefix and anything from
+//!   the next `/` dropped, and port 9092 added where none is given, as librdkafka reads them.
+//!
+//! [`ACTED_ON`] lists the properties these conversions read, and the three more the crate acts
+//! on otherwise; every other property a string can set is in
+//! [`NOT_ACTED_ON`](super::NOT_ACTED_ON).
+
+use std::time::Duration;
+
+use crate::client::{
+    Acks, ClientConfig, Codec, ConsumerConfig, GroupProtocol, IsolationLevel, OffsetReset,
+    Partitioner, ProducerConfig,
+};
+
+use super::finalize::assignor_names;
+use super::settings::Settings;
+use super::table::id;
+
+/// The properties this crate acts on: those the conversions into the native client's
+/// configurations read, plus `transactional.id` and `transaction.timeout.ms` (read by the
+/// adapter) and `builtin.features` (a check only). By this crate's names, `topic.` for the topic
+/// property whose name a global one has too.
+pub const ACTED_ON: [&str; 52] = [
+    // ClientConfig
+    "bootstrap.servers",
+    "client.id",
+    "socket.timeout.ms",
+    "socket.connection.setup.timeout.ms",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+    "retry.backoff.ms",
+    "retry.backoff.max.ms",
+    "topic.metadata.refresh.interval.ms",
+    "receive.message.max.bytes",
+    "allow.auto.create.topics",
+    // ProducerConfig
+    "acks",
+    "enable.idempotence",
+    "linger.ms",
+    "batch.size",
+    "batch.num.messages",
+    "message.max.bytes",
+    "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes",
+    "message.timeout.ms",
+    "request.timeout.ms",
+    "retries",
+    "max.in.flight.requests.per.connection",
+    "compression.type",
+    "topic.compression.type",
+    "compression.level",
+    "partitioner",
+    "sticky.partitioning.linger.ms",
+    // ConsumerConfig
+    "group.id",
+    "group.instance.id",
+    "group.protocol",
+    "group.remote.assignor",
+    "partition.assignment.strategy",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "max.poll.interval.ms",
+    "auto.offset.reset",
+    "enable.auto.commit",
+    "auto.commit.interval.ms",
+    "enable.auto.offset.store",
+    "isolation.level",
+    "fetch.min.bytes",
+    "fetch.max.bytes",
+    "fetch.wait.max.ms",
+    "max.partition.fetch.bytes",
+    "fetch.error.backoff.ms",
+    "queued.min.messages",
+    "queued.max.messages.kbytes",
+    "client.rack",
+    // Read by the adapter, or a check only.
+    "transactional.id",
+    "transaction.timeout.ms",
+    "builtin.features",
+];
+
+fn millis(ms: i32) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+fn size(n: i32) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+fn non_empty(s: Option<&str>) -> Option<String> {
+    s.filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// `ClientConfig` of finalized settings.
+pub(super) fn client_config(s: &Settings) -> ClientConfig {
+    let refresh = s.int(id::TOPIC_METADATA_REFRESH_INTERVAL_MS);
+    ClientConfig {
+        bootstrap_servers: bootstrap_servers(s.str(id::BOOTSTRAP_SERVERS).unwrap_or("")),
+        client_id: s.str(id::CLIENT_ID).unwrap_or_default().to_owned(),
+        socket_timeout: millis(s.int(id::SOCKET_TIMEOUT_MS)),
+        connect_timeout: millis(s.int(id::SOCKET_CONNECTION_SETUP_TIMEOUT_MS)),
+        reconnect_backoff: millis(s.int(id::RECONNECT_BACKOFF_MS)),
+        reconnect_backoff_max: millis(s.int(id::RECONNECT_BACKOFF_MAX_MS)),
+        retry_backoff: millis(s.int(id::RETRY_BACKOFF_MS)),
+        retry_backoff_max: millis(s.int(id::RETRY_BACKOFF_MAX_MS)),
+        metadata_refresh_interval: if refresh > 0 {
+            millis(refresh)
+        } else {
+            Duration::ZERO
+        },
+        max_response_size: size(s.int(id::RECEIVE_MESSAGE_MAX_BYTES)),
+        allow_auto_create_topics: s.bool(id::ALLOW_AUTO_CREATE_TOPICS),
+    }
+}
+
+/// The entries of a bootstrap list, each `host:port`.
+pub(super) fn bootstrap_servers(list: &str) -> Vec<String> {
+    list.split([',', ' '])
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let address = entry.split_once("://").map_or(entry, |(_, rest)| rest);
+            let address = address.split_once('/').map_or(address, |(host, _)| host);
+            let has_port = match address.rfind(']') {
+                // `[v6]` or `[v6]:port`
+                Some(end) => address[end..].contains(':'),
+                None => address.contains(':'),
+            };
+            if has_port {
+                address.to_owned()
+            } else {
+                format!("{address}:9092")
+            }
+        })
+        .collect()
+}
+
+/// `ProducerConfig` of settings finalized for a producer.
+pub(super) fn producer_config(s: &Settings) -> ProducerConfig {
+    let topic_codec = s.enum_meaning(id::TOPIC_COMPRESSION_TYPE);
+    let codec = if topic_codec == "inherit" {
+        s.enum_meaning(id::COMPRESSION_TYPE)
+    } else {
+        topic_codec
+    };
+    let queue_max_messages = s.int(id::QUEUE_BUFFERING_MAX_MESSAGES);
+    ProducerConfig {
+        acks: match s.int(id::ACKS) {
+            0 => Acks::None,
+            1 => Acks::Leader,
+            // -1; other counts are refused when the producer configuration is checked.
+            _ => Acks::All,
+        },
+        enable_idempotence: s.bool(id::ENABLE_IDEMPOTENCE),
+        linger: Duration::from_secs_f64(s.float(id::LINGER_MS) / 1000.0),
+        batch_size: size(s.int(id::BATCH_SIZE)),
+        batch_num_messages: size(s.int(id::BATCH_NUM_MESSAGES)),
+        message_max_bytes: size(s.int(id::MESSAGE_MAX_BYTES)),
+        queue_max_messages: if queue_max_messages == 0 {
+            usize::MAX
+        } else {
+            size(queue_max_messages)
+        },
+        queue_max_kbytes: size(s.int(id::QUEUE_BUFFERING_MAX_KBYTES)),
+        message_timeout: millis(s.int(id::MESSAGE_TIMEOUT_MS)),
+        request_timeout: millis(s.int(id::REQUEST_TIMEOUT_MS)),
+        retries: u32::try_from(s.int(id::RETRIES)).unwrap_or(0),
+        max_in_flight: size(s.int(id::MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION)),
+        compression: match codec {
+            "gzip" => Codec::Gzip,
+            "snappy" => Codec::Snappy,
+            "lz4" => Codec::Lz4,
+            "zstd" => Codec::Zstd,
+            _ => Codec::None,
+        },
+        compression_level: s.int(id::COMPRESSION_LEVEL),
+        // The value was checked against the same names when it was set.
+        partitioner: s
+            .str(id::PARTITIONER)
+            .and_then(Partitioner::from_name)
+            .unwrap_or_default(),
+        sticky_partitioning_linger: millis(s.int(id::STICKY_PARTITIONING_LINGER_MS)),
+    }
+}
+
+/// `ConsumerConfig` of settings finalized for a consumer.
+pub(super) fn consumer_config(s: &Settings) -> ConsumerConfig {
+    let auto_commit_interval = s.int(id::AUTO_COMMIT_INTERVAL_MS);
+    ConsumerConfig {
+        group_id: non_empty(s.str(id::GROUP_ID)),
+        group_instance_id: non_empty(s.str(id::GROUP_INSTANCE_ID)),
+        group_protocol: if s.enum_meaning(id::GROUP_PROTOCOL) == "consumer" {
+            GroupProtocol::Consumer
+        } else {
+            GroupProtocol::Classic
+        },
+        group_remote_assignor: s.str(id::GROUP_REMOTE_ASSIGNOR).map(str::to_owned),
+        // Finalizing checked the names.
+        assignment_strategy: assignor_names(s.str(id::PARTITION_ASSIGNMENT_STRATEGY).unwrap_or(""))
+            .unwrap_or_default()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        session_timeout: millis(s.int(id::SESSION_TIMEOUT_MS)),
+        heartbeat_interval: millis(s.int(id::HEARTBEAT_INTERVAL_MS)),
+        max_poll_interval: millis(s.int(id::MAX_POLL_INTERVAL_MS)),
+        auto_offset_reset: match s.enum_meaning(id::AUTO_OFFSET_RESET) {
+            "smallest" => OffsetReset::Earliest,
+            "error" => OffsetReset::Error,
+            _ => OffsetReset::Latest,
+        },
+        enable_auto_commit: s.bool(id::ENABLE_AUTO_COMMIT),
+        auto_commit_interval: if auto_commit_interval == 0 {
+            Duration::MAX
+        } else {
+            millis(auto_commit_interval)
+        },
+        enable_auto_offset_store: s.bool(id::ENABLE_AUTO_OFFSET_STORE),
+        isolation: if s.enum_meaning(id::ISOLATION_LEVEL) == "read_uncommitted" {
+            IsolationLevel::ReadUncommitted
+        } else {
+            IsolationLevel::ReadCommitted
+        },
+        fetch_min_bytes: s.int(id::FETCH_MIN_BYTES),
+        fetch_max_bytes: s.int(id::FETCH_MAX_BYTES),
+        fetch_wait_max: millis(s.int(id::FETCH_WAIT_MAX_MS)),
+        max_partition_fetch_bytes: s.int(id::MAX_PARTITION_FETCH_BYTES),
+        fetch_error_backoff: millis(s.int(id::FETCH_ERROR_BACKOFF_MS)),
+        queued_min_messages: size(s.int(id::QUEUED_MIN_MESSAGES)),
+        queued_max_bytes: size(s.int(id::QUEUED_MAX_MESSAGES_KBYTES)).saturating_mul(1024),
+        client_rack: non_empty(s.str(id::CLIENT_RACK)),
+    }
+}
