@@ -122,13 +122,6 @@ impl ConsumerConfig {
         if self.group_id.as_deref() == Some("") {
             return Err(Error::Config("`group.id` is empty".into()));
         }
-        if self.heartbeat_interval >= self.session_timeout
-            && self.group_protocol == GroupProtocol::Classic
-        {
-            return Err(Error::Config(
-                "`heartbeat.interval.ms` must be lower than `session.timeout.ms`".into(),
-            ));
-        }
         if self.fetch_max_bytes < 1 || self.max_partition_fetch_bytes < 1 {
             return Err(Error::Config(
                 "`fetch.max.bytes` and `max.partition.fetch.bytes` must be positive".into(),

@@ -473,8 +473,10 @@ impl Classic {
     async fn heartbeat_loop(&mut self) -> Result<Next> {
         let mut closing = self.shared.closing.subscribe();
         let interval = self.config().heartbeat_interval;
-        let refresh_every = self.shared.client.config().metadata_refresh_interval;
-        let mut next_refresh = Instant::now() + refresh_every;
+        // Zero turns periodic refreshes off, as for the client's own refresh.
+        let refresh_every = Some(self.shared.client.config().metadata_refresh_interval)
+            .filter(|d| !d.is_zero());
+        let mut next_refresh = refresh_every.and_then(|d| Instant::now().checked_add(d));
         loop {
             tokio::select! {
                 () = tokio::time::sleep(interval) => {}
@@ -514,11 +516,16 @@ impl Classic {
     }
 
     /// Whether the subscription or (as leader) a group topic's partition count changed.
-    async fn topics_changed(&mut self, next_refresh: &mut Instant, every: Duration) -> bool {
-        if Instant::now() < *next_refresh {
-            return false;
+    async fn topics_changed(
+        &mut self,
+        next_refresh: &mut Option<Instant>,
+        every: Option<Duration>,
+    ) -> bool {
+        match *next_refresh {
+            Some(at) if Instant::now() >= at => {}
+            _ => return false,
         }
-        *next_refresh = Instant::now() + every;
+        *next_refresh = every.and_then(|d| Instant::now().checked_add(d));
         let topics = self.resolve_topics().await;
         if topics != self.subscribed {
             tracing::info!(group = %self.group, ?topics, "subscription changed; rejoining");

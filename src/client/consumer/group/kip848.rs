@@ -625,7 +625,8 @@ impl Membership {
         if every.is_zero() {
             PATTERN_REFRESH_DEFAULT
         } else {
-            every
+            // A year is forever here, and keeps `Instant` arithmetic from overflowing.
+            every.min(Duration::from_hours(24 * 365))
         }
     }
 
