@@ -720,6 +720,13 @@ impl Sender {
         if leadership {
             self.refresh_topics.insert(batch.topic.clone());
         }
+        tracing::debug!(
+            topic = %batch.topic,
+            partition = batch.partition,
+            attempts = batch.attempts,
+            error = %error,
+            "batch sent again"
+        );
         batch.attempts += 1;
         batch.maybe_written |= unknown_outcome;
         self.shared.retries.fetch_add(1, Ordering::Relaxed);

@@ -130,6 +130,12 @@ impl TransactionalProducer {
         self.producer.client()
     }
 
+    /// How many times a batch was sent again after a failed attempt.
+    #[must_use]
+    pub fn retries(&self) -> u64 {
+        self.producer.retries()
+    }
+
     fn with_txn<T>(&self, f: impl FnOnce(&mut TxnState) -> T) -> T {
         let mut state = self.producer.shared.lock();
         match &mut state.txn {
@@ -356,8 +362,10 @@ impl TransactionalProducer {
     pub async fn commit(&self) -> Result<()> {
         let _call = self.call()?;
         self.with_txn(TxnState::start_commit)?;
-        let deadline = Instant::now() + self.call_timeout;
+        let started = Instant::now();
+        let deadline = started + self.call_timeout;
         let left = self.producer.shared.flush_until(deadline).await;
+        let flushed = started.elapsed();
         if left > 0 {
             return Err(Error::Timeout(format!(
                 "commit: {left} records not delivered within {:?}; call commit again",
@@ -378,6 +386,12 @@ impl TransactionalProducer {
             .await
         {
             Ok(next) => {
+                tracing::debug!(
+                    transactional_id = %self.id,
+                    ?flushed,
+                    ended = ?started.elapsed().saturating_sub(flushed),
+                    "transaction committed"
+                );
                 self.finish(next);
                 Ok(())
             }
