@@ -28,45 +28,20 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ruststream_kafka::client::{
-    Admin, Client, ClientConfig, Codec, Consumer, ConsumerConfig, ConsumerEvent, NewTopic,
-    Producer, ProducerConfig, ProducerRecord, StartAt, TopicPartition,
+    Client, Codec, Consumer, ConsumerConfig, ConsumerEvent, Producer, ProducerConfig,
+    ProducerRecord, StartAt, TopicPartition,
 };
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
+mod common;
+use common::{connect, cpu_seconds, env_usize, java_classpath, median, new_topic};
+
 const PARTITIONS: i32 = 6;
 const RECORD_SIZE: usize = 100;
 const MIB: f64 = 1024.0 * 1024.0;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// The process's user + system CPU seconds so far.
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields
-        .get(11)
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        + fields
-            .get(12)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0);
-    ticks / 100.0
-}
 
 /// Starts a new peak-RSS measurement (Linux 4.0+: writing 5 to `clear_refs` resets `VmHWM`).
 fn reset_peak_rss() {
@@ -256,41 +231,17 @@ fn java(classpath: &str, bootstrap: &str, topic: &str, records: usize) -> Java {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
-    let bootstrap = std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "127.0.0.1:9092".to_owned());
+    let (bootstrap, runtime, client) = connect();
     let records = env_usize("BENCH_RECORDS", 1_000_000);
     let rounds = env_usize("BENCH_ROUNDS", 3).max(1);
     let codec_name = std::env::var("BENCH_CODEC").unwrap_or_else(|_| "none".to_owned());
     let codec = Codec::from_name(&codec_name).expect("BENCH_CODEC: none, gzip, snappy, lz4, zstd");
-    let root = env!("CARGO_MANIFEST_DIR");
-    let classpath = Command::new("bash")
-        .arg(format!("{root}/scripts/kafka"))
-        .arg("java-classpath")
-        .output()
-        .expect("scripts/kafka java-classpath");
-    let classpath = String::from_utf8_lossy(&classpath.stdout).trim().to_owned();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let client = runtime
-        .block_on(Client::connect(ClientConfig::new(&bootstrap)))
-        .expect("no broker: run scripts/kafka up");
+    let classpath = java_classpath();
     println!(
         "consume bench: {records} records of {RECORD_SIZE} bytes, codec {codec_name}, {PARTITIONS} partitions, {rounds} rounds"
     );
-    let topic = format!("bench-consume-{:08x}", fastrand::u32(..));
-    runtime
-        .block_on(Admin::new(client.clone()).create_topics(
-            &[NewTopic::new(&topic, PARTITIONS, 1)],
-            Duration::from_secs(30),
-        ))
-        .expect("create topic");
+    let topic = new_topic(&runtime, &client, "bench-consume", PARTITIONS);
     let filled = runtime.block_on(fill(&client, &topic, records, codec));
     println!("filled {topic} at {filled:.0} rec/s");
     let fixed = java(&classpath, &bootstrap, &topic, 1).cpu_seconds;

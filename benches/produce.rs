@@ -18,43 +18,16 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ruststream_kafka::client::{
-    Admin, Client, ClientConfig, NewTopic, Producer, ProducerConfig, ProducerRecord,
-};
+use ruststream_kafka::client::{Client, Producer, ProducerConfig, ProducerRecord};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
+mod common;
+use common::{connect, cpu_seconds, env_usize, java_classpath, median, new_topic};
+
 const PARTITIONS: i32 = 6;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// The process's user + system CPU seconds so far.
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields
-        .get(11)
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        + fields
-            .get(12)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0);
-    ticks / 100.0
-}
 
 struct Figures {
     records_per_sec: f64,
@@ -149,36 +122,17 @@ fn java(classpath: &str, bootstrap: &str, topic: &str, records: usize) -> Figure
 }
 
 fn main() {
-    let bootstrap = std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "127.0.0.1:9092".to_owned());
+    let (bootstrap, runtime, client) = connect();
     let records = env_usize("BENCH_RECORDS", 1_000_000);
     let rounds = env_usize("BENCH_ROUNDS", 3);
-    let root = env!("CARGO_MANIFEST_DIR");
-    let classpath = Command::new("bash")
-        .arg(format!("{root}/scripts/kafka"))
-        .arg("java-classpath")
-        .output()
-        .expect("scripts/kafka java-classpath");
-    let classpath = String::from_utf8_lossy(&classpath.stdout).trim().to_owned();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let client = runtime
-        .block_on(Client::connect(ClientConfig::new(&bootstrap)))
-        .expect("no broker: run scripts/kafka up");
+    let classpath = java_classpath();
     println!(
         "produce bench: {records} records of 100 bytes, idempotent, acks=all, linger.ms=5, {PARTITIONS} partitions, {rounds} rounds"
     );
     let mut ours_all = Vec::new();
     let mut java_all = Vec::new();
     for round in 0..rounds {
-        let topic = format!("bench-produce-{:08x}", fastrand::u32(..));
-        runtime
-            .block_on(Admin::new(client.clone()).create_topics(
-                &[NewTopic::new(&topic, PARTITIONS, 1)],
-                Duration::from_secs(30),
-            ))
-            .expect("create topic");
+        let topic = new_topic(&runtime, &client, "bench-produce", PARTITIONS);
         let o = runtime.block_on(ours(&client, &topic, records));
         let j = java(&classpath, &bootstrap, &topic, records);
         println!(
@@ -194,10 +148,6 @@ fn main() {
         ours_all.push(o);
         java_all.push(j);
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     let o_tp = median(ours_all.iter().map(|f| f.records_per_sec).collect());
     let j_tp = median(java_all.iter().map(|f| f.records_per_sec).collect());
     let o_cpu = median(ours_all.iter().map(|f| f.cpu_us_per_record).collect());

@@ -1,6 +1,7 @@
 //! Failover on a 3-node cluster (`scripts/kafka up --nodes 3`): brokers are killed and
 //! restarted while an idempotent producer writes and a group member reads; every acknowledged
-//! record is read back exactly once, nothing is written twice, and the reader sees no gap.
+//! record is read back exactly once, nothing is written twice, and the reader sees no gap. A
+//! transaction whose coordinator dies while it commits ends whole.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -8,8 +9,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use protocol_tests::{client, create_topic, kafka_script, read_all, unique_topic};
 use ruststream_kafka::client::{
-    Client, Consumer, ConsumerConfig, ConsumerEvent, CoordinatorKind, DeliveryFuture, OffsetReset,
-    Producer, ProducerConfig, ProducerRecord, Subscription,
+    Admin, Client, Consumer, ConsumerConfig, ConsumerEvent, CoordinatorKind, DeliveryFuture, Error,
+    IsolationLevel, OffsetReset, OffsetSpec, Producer, ProducerConfig, ProducerRecord,
+    Subscription, TransactionalProducer,
 };
 
 /// The tests of this file stop brokers: one at a time, or the cluster loses its quorum.
@@ -377,4 +379,185 @@ async fn write_steadily(client: Client, topic: String, total: usize) -> usize {
         }
     }
     failed
+}
+
+/// The broker coordinating a transaction is killed while the transaction commits: once while
+/// the commit flushes its records, once while its `EndTxn` waits at the (frozen) coordinator.
+/// Each time the transaction ends whole, committed or aborted, never in part, and the producer
+/// goes on with the next one on the new coordinator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_transaction_coordinator_during_commit_never_commits_half() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let client = client().await;
+    assert_eq!(
+        client.with_metadata(|m| m.brokers.len()),
+        3,
+        "needs 3 nodes"
+    );
+    for end_txn_in_flight in [false, true] {
+        commit_while_the_coordinator_dies(&client, end_txn_in_flight).await;
+    }
+}
+
+async fn commit_while_the_coordinator_dies(client: &Client, end_txn_in_flight: bool) {
+    let topic = unique_topic("txn-failover");
+    create_topic(client, &topic, 6).await;
+    let id = unique_topic("txn-failover");
+    let producer = match TransactionalProducer::new(
+        client.clone(),
+        ProducerConfig {
+            linger: Duration::from_millis(5),
+            ..ProducerConfig::transactional(&id)
+        },
+    ) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    if let Err(e) = producer.init().await {
+        panic!("init: {e}");
+    }
+    let coordinator = match client.coordinator(CoordinatorKind::Transaction, &id).await {
+        Ok(n) => n,
+        Err(e) => panic!("{e}"),
+    };
+    let total = if end_txn_in_flight { 600 } else { 20_000 };
+    if let Err(e) = producer.begin() {
+        panic!("begin: {e}");
+    }
+    let mut deliveries = Vec::with_capacity(total);
+    for i in 0..total {
+        let record = ProducerRecord::new(topic.clone(), Bytes::from(format!("{i}")))
+            .partition((i % 6) as i32);
+        match producer.send(record).await {
+            Ok(d) => deliveries.push(d),
+            Err(e) => panic!("send {i}: {e}"),
+        }
+    }
+    let node = coordinator.to_string();
+    let started = std::time::Instant::now();
+    let committed = if end_txn_in_flight {
+        // Everything is written; the coordinator freezes, gets the EndTxn, and dies.
+        for d in deliveries {
+            if let Err(e) = d.await {
+                panic!("delivery: {e}");
+            }
+        }
+        let pid = kafka_script(&["pid", &node]).trim().to_owned();
+        signal(&pid, "-STOP");
+        let commit = {
+            let producer = producer.clone();
+            tokio::spawn(async move { commit_through_faults(&producer).await })
+        };
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        if let Err(e) = tokio::task::spawn_blocking(move || kafka_script(&["kill", &node])).await {
+            panic!("kill: {e}");
+        }
+        match commit.await {
+            Ok(c) => c,
+            Err(e) => panic!("commit task: {e}"),
+        }
+    } else {
+        // The kill lands while the commit flushes the records.
+        let kill = tokio::task::spawn_blocking(move || kafka_script(&["kill", &node]));
+        let committed = commit_through_faults(&producer).await;
+        if let Err(e) = kill.await {
+            panic!("kill: {e}");
+        }
+        committed
+    };
+    eprintln!(
+        "{:?}, coordinator {coordinator} killed with the EndTxn in flight: {end_txn_in_flight}; committed: {committed} after {:?}",
+        producer.protocol(),
+        started.elapsed()
+    );
+    let node = coordinator.to_string();
+    if let Err(e) = tokio::task::spawn_blocking(move || kafka_script(&["start", &node])).await {
+        panic!("start: {e}");
+    }
+    let values = committed_values(client, &topic).await;
+    if committed {
+        assert_eq!(values.len(), total, "a committed transaction is whole");
+        assert!((0..total).all(|i| values.contains(&format!("{i}"))));
+    } else {
+        assert!(values.is_empty(), "an aborted transaction leaves nothing");
+    }
+    // The producer goes on.
+    if let Err(e) = producer.begin() {
+        panic!("begin: {e}");
+    }
+    for i in 0..100 {
+        let record = ProducerRecord::new(topic.clone(), Bytes::from(format!("after-{i}")));
+        if let Err(e) = producer.send(record).await {
+            panic!("send: {e}");
+        }
+    }
+    if let Err(e) = producer.commit().await {
+        panic!("commit after the failover: {e}");
+    }
+    let after = committed_values(client, &topic).await;
+    assert_eq!(after.len(), values.len() + 100);
+}
+
+/// Commits, repeating the commit while its outcome is undecided (the coordinator is gone) and
+/// aborting when the transaction cannot commit; says whether it committed.
+async fn commit_through_faults(producer: &TransactionalProducer) -> bool {
+    let mut attempts = 0;
+    loop {
+        match producer.commit().await {
+            Ok(()) => return true,
+            Err(Error::Transaction(e)) if !e.is_fatal() => {
+                eprintln!("the transaction cannot commit ({e}); aborting");
+                let mut aborts = 0;
+                while let Err(e) = producer.abort().await {
+                    aborts += 1;
+                    assert!(aborts < 5, "abort: {e}");
+                    eprintln!("abort again after: {e}");
+                }
+                return false;
+            }
+            Err(Error::Transaction(e)) => panic!("commit: {e}"),
+            Err(e) => {
+                attempts += 1;
+                assert!(attempts < 5, "commit: {e}");
+                eprintln!("commit undecided ({e}); committing again");
+            }
+        }
+    }
+}
+
+/// Every value `read_committed` readers see in `topic`'s 6 partitions, once no transaction is
+/// pending any more (a coordinator that died may leave markers to its successor: until they are
+/// written, the last stable offset holds back).
+async fn committed_values(client: &Client, topic: &str) -> HashSet<String> {
+    let admin = Admin::new(client.clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(2);
+    for p in 0..6 {
+        loop {
+            let stable = admin
+                .list_offset(topic, p, OffsetSpec::Latest, IsolationLevel::ReadCommitted)
+                .await;
+            let end = admin
+                .list_offset(
+                    topic,
+                    p,
+                    OffsetSpec::Latest,
+                    IsolationLevel::ReadUncommitted,
+                )
+                .await;
+            match (stable, end) {
+                (Ok((s, _)), Ok((e, _))) if s == e => break,
+                other => assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{topic}-{p} still has a pending transaction: {other:?}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+    let mut values = HashSet::new();
+    for r in read_all(client, topic, 6).await.iter().flatten() {
+        let v = String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned();
+        assert!(values.insert(v.clone()), "{v} read twice");
+    }
+    values
 }

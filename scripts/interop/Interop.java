@@ -14,6 +14,11 @@
 //   produce-txn <bootstrap> <topic> <none|gzip|snappy|lz4|zstd> <count> <commit|abort>
 //       The same records, sent in ONE transaction (random transactional.id) that is then committed
 //       or aborted. Prints "committed <count>" or "aborted <count>".
+//   txn-loop <bootstrap> <topic> <transactions> <records-per-transaction>
+//       The transaction-rate baseline: one transactional producer (random transactional.id,
+//       linger.ms=5) runs 20 warm-up transactions, then <transactions> more, each with
+//       <records-per-transaction> records of 100 bytes (record i to partition i % <partition count>)
+//       and a commit. Prints "txn-loop <transactions> <wall ms> <process CPU ms>" for the timed ones.
 //   consume <bootstrap> <topic> <count> [timeout_ms]
 //       Assign all partitions from the beginning (no group), isolation.level=read_committed, read
 //       until <count> records (default timeout 30000 ms). One line per record:
@@ -108,6 +113,10 @@ public class Interop {
                         usage("produce-txn <bootstrap> <topic> <none|gzip|snappy|lz4|zstd> <count> <commit|abort>");
                     rc = produceTxn(args.get(1), args.get(2), args.get(3), Integer.parseInt(args.get(4)), args.get(5).equals("commit"));
                     break;
+                case "txn-loop":
+                    if (args.size() != 5) usage("txn-loop <bootstrap> <topic> <transactions> <records-per-transaction>");
+                    rc = txnLoop(args.get(1), args.get(2), Integer.parseInt(args.get(3)), Integer.parseInt(args.get(4)));
+                    break;
                 case "consume":
                     if (args.size() != 4 && args.size() != 5) usage("consume <bootstrap> <topic> <count> [timeout_ms]");
                     rc = consume(args.get(1), args.get(2), Integer.parseInt(args.get(3)),
@@ -130,10 +139,11 @@ public class Interop {
 
     static void usage(String msg) {
         if (msg != null) System.err.println("Interop: " + msg);
-        System.err.println("usage: Interop [--command-config FILE] [--prop k=v]... create|produce|produce-txn|consume ...");
+        System.err.println("usage: Interop [--command-config FILE] [--prop k=v]... create|produce|produce-txn|txn-loop|consume ...");
         System.err.println("  create  <bootstrap> <topic> <partitions> <rf>");
         System.err.println("  produce <bootstrap> <topic> <none|gzip|snappy|lz4|zstd> <count>");
         System.err.println("  produce-txn <bootstrap> <topic> <none|gzip|snappy|lz4|zstd> <count> <commit|abort>");
+        System.err.println("  txn-loop <bootstrap> <topic> <transactions> <records-per-transaction>");
         System.err.println("  consume <bootstrap> <topic> <count> [timeout_ms]");
         System.exit(2);
     }
@@ -238,6 +248,40 @@ public class Interop {
         }
         System.out.println((commit ? "committed " : "aborted ") + count);
         return 0;
+    }
+
+    static int txnLoop(String bootstrap, String topic, int transactions, int perTransaction) throws Exception {
+        Properties p = producerProps(bootstrap, "none");
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "interop-loop-" + java.util.UUID.randomUUID());
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            int partitions = producer.partitionsFor(topic).size();
+            byte[] value = new byte[100];
+            java.util.Arrays.fill(value, (byte) 'x');
+            // JIT warm-up, not timed
+            runTransactions(producer, topic, partitions, value, 20, perTransaction);
+            com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+            long cpu0 = os.getProcessCpuTime();
+            long t0 = System.nanoTime();
+            runTransactions(producer, topic, partitions, value, transactions, perTransaction);
+            long wall = System.nanoTime() - t0;
+            long cpu = os.getProcessCpuTime() - cpu0;
+            System.out.println("txn-loop " + transactions + " " + wall / 1_000_000.0 + " " + cpu / 1_000_000.0);
+        }
+        return 0;
+    }
+
+    static void runTransactions(KafkaProducer<byte[], byte[]> producer, String topic, int partitions, byte[] value,
+                                int transactions, int perTransaction) {
+        for (int t = 0; t < transactions; t++) {
+            producer.beginTransaction();
+            for (int i = 0; i < perTransaction; i++) {
+                producer.send(new ProducerRecord<>(topic, i % partitions, null, value));
+            }
+            producer.commitTransaction();
+        }
     }
 
     static final char[] HEX = "0123456789abcdef".toCharArray();

@@ -144,6 +144,14 @@ pub struct ProducerConfig {
     pub partitioner: Partitioner,
     /// `sticky.partitioning.linger.ms`: how long keyless records stay on one partition.
     pub sticky_partitioning_linger: Duration,
+    /// `transactional.id`: set, the producer is a
+    /// [`TransactionalProducer`](crate::client::TransactionalProducer) and needs
+    /// `enable.idempotence`.
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms`: how long the transaction coordinator lets a transaction stay
+    /// open before it aborts it; also the deadline of each transactional call. While
+    /// `message_timeout` is left at its default, a transactional producer lowers it to this.
+    pub transaction_timeout: Duration,
 }
 
 impl Default for ProducerConfig {
@@ -157,7 +165,7 @@ impl Default for ProducerConfig {
             message_max_bytes: 1_000_000,
             queue_max_messages: 100_000,
             queue_max_kbytes: 1_048_576,
-            message_timeout: Duration::from_mins(5),
+            message_timeout: DEFAULT_MESSAGE_TIMEOUT,
             request_timeout: Duration::from_secs(30),
             retries: i32::MAX as u32,
             max_in_flight: 1_000_000,
@@ -165,11 +173,26 @@ impl Default for ProducerConfig {
             compression_level: -1,
             partitioner: Partitioner::ConsistentRandom,
             sticky_partitioning_linger: Duration::from_millis(10),
+            transactional_id: None,
+            transaction_timeout: DEFAULT_TRANSACTION_TIMEOUT,
         }
     }
 }
 
+const DEFAULT_MESSAGE_TIMEOUT: Duration = Duration::from_mins(5);
+const DEFAULT_TRANSACTION_TIMEOUT: Duration = Duration::from_mins(1);
+
 impl ProducerConfig {
+    /// librdkafka's defaults with `transactional.id` = `id` and the idempotence it requires.
+    #[must_use]
+    pub fn transactional(id: impl Into<String>) -> Self {
+        ProducerConfig {
+            transactional_id: Some(id.into()),
+            enable_idempotence: true,
+            ..ProducerConfig::default()
+        }
+    }
+
     /// The number of produce requests per broker connection the producer keeps in flight.
     #[must_use]
     pub fn effective_in_flight(&self) -> usize {
@@ -198,6 +221,96 @@ impl ProducerConfig {
                 "`batch.size` and `batch.num.messages` must be > 0".into(),
             ));
         }
+        let timeout_ms = self.transaction_timeout.as_millis();
+        if !(1000..=i32::MAX as u128).contains(&timeout_ms) {
+            return Err(Error::Config(format!(
+                "Invalid value \"{timeout_ms}\" for configuration property \"transaction.timeout.ms\": value must be between 1000 and {}",
+                i32::MAX
+            )));
+        }
+        if let Some(id) = &self.transactional_id {
+            if id.is_empty() {
+                return Err(Error::Config("`transactional.id` must not be empty".into()));
+            }
+            if !self.enable_idempotence {
+                return Err(Error::Config(
+                    "`transactional.id` requires `enable.idempotence=true`".into(),
+                ));
+            }
+            // A record outliving its transaction could only fail the commit late.
+            if self.message_timeout != DEFAULT_MESSAGE_TIMEOUT
+                && (self.message_timeout.is_zero()
+                    || self.message_timeout > self.transaction_timeout)
+            {
+                return Err(Error::Config(
+                    "`message.timeout.ms` must be set <= `transaction.timeout.ms`".into(),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The configuration a producer runs with: librdkafka's adjustments applied (a
+    /// transactional producer's default `message.timeout.ms` becomes `transaction.timeout.ms`).
+    pub(crate) fn resolved(mut self) -> Self {
+        if self.transactional_id.is_some() && self.message_timeout == DEFAULT_MESSAGE_TIMEOUT {
+            self.message_timeout = self.transaction_timeout;
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(config: &ProducerConfig) -> String {
+        match config.validate() {
+            Err(e) => e.to_string(),
+            Ok(()) => String::new(),
+        }
+    }
+
+    #[test]
+    fn a_transactional_id_needs_idempotence() {
+        let config = ProducerConfig {
+            enable_idempotence: false,
+            ..ProducerConfig::transactional("t")
+        };
+        assert!(refusal(&config).contains("`transactional.id` requires `enable.idempotence=true`"));
+        let config = ProducerConfig {
+            acks: Acks::Leader,
+            ..ProducerConfig::transactional("t")
+        };
+        assert!(refusal(&config).contains("`acks` must be set to `all`"));
+        assert!(ProducerConfig::transactional("t").validate().is_ok());
+        assert!(!refusal(&ProducerConfig::transactional("")).is_empty());
+    }
+
+    #[test]
+    fn the_message_timeout_stays_within_the_transaction_timeout() {
+        let config = ProducerConfig {
+            transaction_timeout: Duration::from_secs(2),
+            ..ProducerConfig::transactional("t")
+        };
+        assert!(config.validate().is_ok());
+        assert_eq!(config.resolved().message_timeout, Duration::from_secs(2));
+        let config = ProducerConfig {
+            message_timeout: Duration::from_secs(3),
+            transaction_timeout: Duration::from_secs(2),
+            ..ProducerConfig::transactional("t")
+        };
+        assert!(
+            refusal(&config)
+                .contains("`message.timeout.ms` must be set <= `transaction.timeout.ms`")
+        );
+        let config = ProducerConfig {
+            transaction_timeout: Duration::from_millis(999),
+            ..ProducerConfig::transactional("t")
+        };
+        assert!(refusal(&config).contains("transaction.timeout.ms"));
+        // Without a transactional id nothing changes.
+        let plain = ProducerConfig::default().resolved();
+        assert_eq!(plain.message_timeout, DEFAULT_MESSAGE_TIMEOUT);
     }
 }

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 pub use kafka_protocol::error::ResponseError;
 
+pub use crate::client::producer::TransactionError;
+
 /// What went wrong in the client.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -49,6 +51,10 @@ pub enum Error {
     /// The idempotent or transactional producer hit an error it cannot recover from.
     #[error("fatal producer error: {0}")]
     Fatal(String),
+    /// A transactional call was refused or its transaction failed; the error's
+    /// [`kind`](TransactionError::kind) says what the caller can do next.
+    #[error(transparent)]
+    Transaction(#[from] TransactionError),
 }
 
 impl Error {
@@ -56,14 +62,19 @@ impl Error {
     #[must_use]
     pub fn is_retriable(&self) -> bool {
         match self {
-            Error::Broker { code, .. } => code.is_retriable(),
+            // Kafka's own clients retry CONCURRENT_TRANSACTIONS (the previous transaction of
+            // the producer is still completing); kafka-protocol's table does not say so.
+            Error::Broker { code, .. } => {
+                *code == ResponseError::ConcurrentTransactions || code.is_retriable()
+            }
             Error::Io { .. } | Error::Timeout(_) => true,
             Error::Protocol(_)
             | Error::Config(_)
             | Error::InvalidRecord(_)
             | Error::Unsupported(_)
             | Error::Closed(_)
-            | Error::Fatal(_) => false,
+            | Error::Fatal(_)
+            | Error::Transaction(_) => false,
         }
     }
 
@@ -72,6 +83,7 @@ impl Error {
     pub fn code(&self) -> Option<ResponseError> {
         match self {
             Error::Broker { code, .. } => Some(*code),
+            Error::Transaction(e) => e.code(),
             _ => None,
         }
     }

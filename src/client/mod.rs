@@ -27,13 +27,16 @@ pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub use consumer::{
     CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, FetchStats, GroupMember,
-    GroupProtocol, OffsetReset, OffsetToCommit, Offsets, PartitionRecords, Revocation, StartAt,
-    Subscription, TopicPartition,
+    GroupMetadata, GroupProtocol, OffsetReset, OffsetToCommit, Offsets, PartitionRecords,
+    Revocation, StartAt, Subscription, TopicPartition,
 };
 pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
 pub use net::{ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response};
-pub use producer::{DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata};
+pub use producer::{
+    DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, TransactionError,
+    TransactionErrorKind, TransactionProtocol, TransactionalProducer,
+};
 pub use reader::{FetchedPartition, IsolationLevel, PartitionReader};
 pub use records::{Codec, Header, Record};
 

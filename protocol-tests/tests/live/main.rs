@@ -10,6 +10,7 @@ mod idempotence;
 mod interop;
 mod offsets;
 mod ordering;
+mod transactions;
 
 use std::time::Duration;
 

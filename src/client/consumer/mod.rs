@@ -35,7 +35,8 @@ use tokio::task::JoinHandle;
 
 pub use config::{ConsumerConfig, GroupProtocol, OffsetReset};
 pub(crate) use decode::decode_partition;
-pub use offsets::{CommittedOffset, GroupMember, OffsetToCommit, Offsets};
+pub(crate) use offsets::by_topic;
+pub use offsets::{CommittedOffset, GroupMember, GroupMetadata, OffsetToCommit, Offsets};
 
 use crate::client::Client;
 use crate::client::error::{Error, Result};
@@ -386,6 +387,19 @@ impl Consumer {
     #[must_use]
     pub fn member(&self) -> Option<GroupMember> {
         self.shared.member()
+    }
+
+    /// The group and membership to hand a transactional producer with the offsets it commits
+    /// for this consumer ([`TransactionalProducer::send_offsets`]); `None` without a
+    /// `group.id`.
+    ///
+    /// [`TransactionalProducer::send_offsets`]: crate::client::TransactionalProducer::send_offsets
+    #[must_use]
+    pub fn group_metadata(&self) -> Option<GroupMetadata> {
+        Some(GroupMetadata {
+            group_id: self.shared.config.group_id.clone()?,
+            member: self.shared.member(),
+        })
     }
 
     /// Stores `next_offset` (the offset of the next record to read) as what the next commit

@@ -40,6 +40,18 @@ pub struct GroupMember {
     pub instance_id: Option<String>,
 }
 
+/// A consumer's group and membership: what a transactional producer sends with the offsets it
+/// commits on the consumer's behalf, so that the group coordinator can refuse them from a member
+/// that a rebalance has replaced (KIP-447).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMetadata {
+    /// `group.id`.
+    pub group_id: String,
+    /// The membership, or `None` for a consumer with a manual assignment (its offsets are
+    /// committed without a membership check).
+    pub member: Option<GroupMember>,
+}
+
 /// One offset to commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetToCommit {
@@ -75,6 +87,22 @@ pub struct CommittedOffset {
 pub struct Offsets {
     client: Client,
     group: String,
+}
+
+/// `offsets` grouped by topic, in the order topics first appear (requests nest partitions
+/// under their topic), each offset made into a request partition by `partition`.
+pub(crate) fn by_topic<P>(
+    offsets: &[OffsetToCommit],
+    partition: impl Fn(&OffsetToCommit) -> P,
+) -> impl Iterator<Item = (&str, Vec<P>)> {
+    let mut topics: Vec<(&str, Vec<P>)> = Vec::new();
+    for o in offsets {
+        match topics.iter_mut().find(|(t, _)| *t == o.topic) {
+            Some((_, ps)) => ps.push(partition(o)),
+            None => topics.push((&o.topic, vec![partition(o)])),
+        }
+    }
+    topics.into_iter()
 }
 
 fn coordinator_moved(code: Option<ResponseError>) -> bool {
@@ -145,22 +173,19 @@ impl Offsets {
             .client
             .coordinator(CoordinatorKind::Group, &self.group)
             .await?;
-        let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
-        for o in offsets {
-            let partition = OffsetCommitRequestPartition::default()
+        let topics: Vec<OffsetCommitRequestTopic> = by_topic(offsets, |o| {
+            OffsetCommitRequestPartition::default()
                 .with_partition_index(o.partition)
                 .with_committed_offset(o.offset)
                 .with_committed_leader_epoch(o.leader_epoch)
-                .with_committed_metadata(o.metadata.clone().map(StrBytes::from_string));
-            match topics.iter_mut().find(|t| t.name.0.as_str() == o.topic) {
-                Some(t) => t.partitions.push(partition),
-                None => topics.push(
-                    OffsetCommitRequestTopic::default()
-                        .with_name(TopicName(StrBytes::from_string(o.topic.clone())))
-                        .with_partitions(vec![partition]),
-                ),
-            }
-        }
+                .with_committed_metadata(o.metadata.clone().map(StrBytes::from_string))
+        })
+        .map(|(topic, partitions)| {
+            OffsetCommitRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                .with_partitions(partitions)
+        })
+        .collect();
         let response = self
             .client
             .send_to(node, OFFSET_COMMIT_VERSIONS, |_| {

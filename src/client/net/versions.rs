@@ -1,4 +1,5 @@
-//! The API versions a broker announced, and the choice of the version to speak.
+//! The API versions a broker announced, the cluster features it reported as finalized, and the
+//! choice of the version to speak.
 
 use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 use kafka_protocol::protocol::VersionRange;
@@ -10,7 +11,13 @@ use crate::client::error::{Error, Result};
 pub struct ApiVersions {
     // Indexed by API key; `None` where the broker lacks the API.
     ranges: Vec<Option<VersionRange>>,
+    // Finalized feature levels (ApiVersions v3+), e.g. `transaction.version`: what the whole
+    // cluster has agreed to speak, as opposed to what this one broker could.
+    finalized: Vec<(String, i16)>,
 }
+
+/// Features a broker reports; more than a few dozen would be hostile, and nothing needs them.
+const MAX_FEATURES: usize = 64;
 
 impl ApiVersions {
     /// Reads a broker's `ApiVersions` response.
@@ -33,7 +40,23 @@ impl ApiVersions {
                 max: api.max_version,
             });
         }
-        ApiVersions { ranges }
+        let finalized = response
+            .finalized_features
+            .iter()
+            .take(MAX_FEATURES)
+            .map(|f| (f.name.to_string(), f.max_version_level))
+            .collect();
+        ApiVersions { ranges, finalized }
+    }
+
+    /// The finalized level of the cluster feature `name` (e.g. `transaction.version`), or
+    /// `None` when the broker reported none (older brokers, or the feature is not enabled).
+    #[must_use]
+    pub fn finalized_level(&self, name: &str) -> Option<i16> {
+        self.finalized
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, level)| level)
     }
 
     /// The broker's range for `api`, if it has the API at all.
@@ -105,6 +128,22 @@ mod tests {
             v.pick(ApiKey::Produce, VersionRange { min: 14, max: 15 })
                 .is_err()
         );
+    }
+
+    #[test]
+    fn reads_finalized_feature_levels() {
+        use kafka_protocol::messages::api_versions_response::FinalizedFeatureKey;
+        use kafka_protocol::protocol::StrBytes;
+        let mut r = response(&[(0, 3, 12)]);
+        r.finalized_features.push(
+            FinalizedFeatureKey::default()
+                .with_name(StrBytes::from_static_str("transaction.version"))
+                .with_min_version_level(0)
+                .with_max_version_level(2),
+        );
+        let v = ApiVersions::from_response(&r);
+        assert_eq!(v.finalized_level("transaction.version"), Some(2));
+        assert_eq!(v.finalized_level("group.version"), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
+use super::transaction::TxnState;
 use super::{DeliveryFuture, ProducerRecord, RecordMetadata};
 use crate::client::Client;
 use crate::client::config::ProducerConfig;
@@ -86,6 +87,14 @@ pub(super) struct PartitionQueue {
     pub draining: bool,
 }
 
+impl PartitionQueue {
+    /// A new producer id or epoch: the broker holds no sequence for it yet.
+    pub fn restart_sequence(&mut self) {
+        self.next_sequence = 0;
+        self.acked_in_epoch = false;
+    }
+}
+
 #[derive(Debug, Default)]
 pub(super) struct TopicQueues {
     pub partitions: Vec<PartitionQueue>,
@@ -104,6 +113,35 @@ pub(super) struct State {
     /// An epoch bump is due before the next send (idempotence).
     pub bump_needed: bool,
     pub fatal: Option<Error>,
+    /// The transaction state of a transactional producer.
+    pub txn: Option<TxnState>,
+}
+
+impl State {
+    /// Why a record may not enter now (a failed producer, or no open transaction).
+    fn refusal(&self) -> Option<Error> {
+        if let Some(e) = &self.fatal {
+            return Some(e.clone());
+        }
+        self.txn
+            .as_ref()
+            .and_then(|t| t.check_open().err())
+            .map(Error::Transaction)
+    }
+
+    /// Takes a new producer id and epoch (after `InitProducerId` or a KIP-890 `EndTxn`): every
+    /// partition's sequences start again at zero. Only between transactions, when nothing is
+    /// queued.
+    pub fn new_producer_epoch(&mut self, producer_id: i64, epoch: i16) {
+        self.producer_id = producer_id;
+        self.producer_epoch = epoch;
+        self.bump_needed = false;
+        for queues in self.topics.values_mut() {
+            for queue in &mut queues.partitions {
+                queue.restart_sequence();
+            }
+        }
+    }
 }
 
 /// What the callers and the sender task share.
@@ -129,6 +167,7 @@ fn now_ms() -> i64 {
 
 impl Shared {
     pub fn new(client: Client, config: ProducerConfig) -> Self {
+        let txn = config.transactional_id.as_deref().map(TxnState::new);
         Shared {
             client,
             config,
@@ -141,6 +180,7 @@ impl Shared {
                 producer_epoch: -1,
                 bump_needed: false,
                 fatal: None,
+                txn,
             }),
             wake: Notify::new(),
             settled: Notify::new(),
@@ -245,6 +285,10 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("producer".into()));
         }
+        // Checked again under the lock before the record goes in; this only fails fast.
+        if let Some(e) = self.lock().refusal() {
+            return Err(e);
+        }
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let size = BATCH_HEADER_SIZE
             + BatchBuilder::new(0).size_of_next(
@@ -277,10 +321,8 @@ impl Shared {
         };
         let wake = {
             let mut state = self.lock();
-            if let Some(e) = &state.fatal {
-                let e = e.clone();
-                state.queued_messages -= 1;
-                state.queued_bytes -= size;
+            if let Some(e) = state.refusal() {
+                self.release(&mut state, 1, size);
                 return Err(e);
             }
             let topic: Arc<str> = match state.topics.get_key_value(record.topic.as_str()) {
@@ -399,24 +441,45 @@ impl Shared {
     }
 
     pub async fn flush(&self, timeout: Duration) -> usize {
-        let deadline = Instant::now() + timeout;
+        self.flush_until(Instant::now() + timeout).await
+    }
+
+    /// Sends everything now and waits until all is settled or `deadline` passes; returns how
+    /// many records were still outstanding.
+    ///
+    /// Cancel-safe: dropping it ends this caller's flush, linger applies again.
+    pub async fn flush_until(&self, deadline: Instant) -> usize {
+        struct Flushing<'a>(&'a Shared);
+        impl Drop for Flushing<'_> {
+            fn drop(&mut self) {
+                let mut state = self.0.lock();
+                state.flushing = state.flushing.saturating_sub(1);
+            }
+        }
         self.lock().flushing += 1;
+        let _flushing = Flushing(self);
         self.wake.notify_one();
-        let left = loop {
+        if self.wait_until(deadline, |s| s.queued_messages == 0).await {
+            0
+        } else {
+            self.lock().queued_messages
+        }
+    }
+
+    /// Waits until `done` holds (checked whenever records settle or the sender reports
+    /// progress) or `deadline` passes; says whether it holds.
+    pub async fn wait_until(&self, deadline: Instant, done: impl Fn(&State) -> bool) -> bool {
+        loop {
             let notified = self.settled.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let left = self.lock().queued_messages;
-            if left == 0 {
-                break 0;
+            if done(&self.lock()) {
+                return true;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                break self.lock().queued_messages;
+                return done(&self.lock());
             }
-        };
-        let mut state = self.lock();
-        state.flushing = state.flushing.saturating_sub(1);
-        left
+        }
     }
 }
 

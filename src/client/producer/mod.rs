@@ -17,6 +17,7 @@
 mod accumulator;
 pub mod partitioner;
 mod sender;
+mod transaction;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,6 +29,9 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 pub use partitioner::Partitioner;
+pub use transaction::{
+    TransactionError, TransactionErrorKind, TransactionProtocol, TransactionalProducer,
+};
 
 use crate::client::Client;
 use crate::client::config::ProducerConfig;
@@ -143,10 +147,21 @@ impl Drop for Owner {
 }
 
 impl Producer {
-    /// A producer on `client`; starts its sender task on the current tokio runtime.
+    /// A producer on `client`; starts its sender task on the current tokio runtime. A
+    /// configuration with a `transactional_id` is refused: that is a
+    /// [`TransactionalProducer`].
     pub fn new(client: Client, config: ProducerConfig) -> Result<Producer> {
+        if config.transactional_id.is_some() {
+            return Err(Error::Config(
+                "a producer with `transactional.id` is a TransactionalProducer".into(),
+            ));
+        }
+        Producer::start(client, config)
+    }
+
+    fn start(client: Client, config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
-        let shared = Arc::new(Shared::new(client, config));
+        let shared = Arc::new(Shared::new(client, config.resolved()));
         tokio::spawn(sender::run(shared.clone()));
         Ok(Producer {
             _owner: Arc::new(Owner(shared.clone())),

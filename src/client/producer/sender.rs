@@ -11,6 +11,13 @@
 //!   our producer state), the epoch is bumped with `InitProducerId` once nothing is in flight,
 //!   and sequences restart at zero. Batches whose outcome is unknown at that moment fail rather
 //!   than risk a duplicate under the new epoch.
+//!
+//! A transactional producer adds (see `transaction/state.rs`): with the classic protocol a
+//! partition's batches wait until `AddPartitionsToTxn` has registered the partition (one
+//! request at a time, for every partition waiting); batches carry the transactional flag and
+//! the Produce request the transactional id; once the open transaction has failed or is being
+//! aborted, unsent batches fail instead of going out and failed ones are not retried; and
+//! the epoch is never bumped here: the transaction's `abort` (or KIP-890's `EndTxn`) does it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -21,14 +28,15 @@ use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    InitProducerIdRequest, ProduceRequest, ProduceResponse, ProducerId, TopicName,
+    InitProducerIdRequest, ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::RecordMetadata;
-use super::accumulator::{ClosedBatch, Shared, State, close_open};
+use super::accumulator::{ClosedBatch, PartitionQueue, Shared, State, close_open};
+use super::transaction::{Origin, Requests, TxnState, classify};
 use crate::client::config::Acks;
 use crate::client::error::{Error, Result};
 use crate::client::net::{Connection, InFlight};
@@ -48,6 +56,11 @@ enum Event {
     },
     ProducerId(Result<(i64, i16)>),
     Refreshed,
+    /// An `AddPartitionsToTxn` came back.
+    Registered {
+        partitions: Vec<(Arc<str>, i32)>,
+        result: Result<()>,
+    },
 }
 
 struct Sender {
@@ -65,6 +78,9 @@ struct Sender {
     conns: HashMap<i32, Arc<Connection>>,
     /// When a leader could not be dialled, the next time to try.
     dial_retry_at: Option<Instant>,
+    /// The transactional id and the Produce versions of the protocol, for transactional
+    /// producers (fixed at each planning round: `init` may change the protocol).
+    txn_produce: Option<(StrBytes, VersionRange)>,
 }
 
 pub(super) async fn run(shared: Arc<Shared>) {
@@ -82,6 +98,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         last_refresh: None,
         conns: HashMap::new(),
         dial_retry_at: None,
+        txn_produce: None,
     };
     sender.run().await;
 }
@@ -89,6 +106,10 @@ pub(super) async fn run(shared: Arc<Shared>) {
 impl Sender {
     fn idempotent(&self) -> bool {
         self.shared.config.enable_idempotence
+    }
+
+    fn transactional(&self) -> bool {
+        self.shared.config.transactional_id.is_some()
     }
 
     async fn run(&mut self) {
@@ -142,7 +163,8 @@ impl Sender {
     }
 
     fn maybe_init_producer_id(&mut self) {
-        if !self.idempotent() || self.init_in_flight {
+        // A transactional producer's id comes from `init`, through its coordinator.
+        if !self.idempotent() || self.transactional() || self.init_in_flight {
             return;
         }
         let (pid, epoch, bump) = {
@@ -201,10 +223,13 @@ impl Sender {
         let mut requests: HashMap<i32, Vec<ClosedBatch>> = HashMap::new();
         let mut request_bytes: HashMap<i32, usize> = HashMap::new();
         let mut expired: Vec<ClosedBatch> = Vec::new();
-        let mut state = self.shared.lock();
+        let mut guard = self.shared.lock();
+        let state: &mut State = &mut guard;
         let flushing = state.flushing > 0 || closing;
         let producer_ready = !idempotent || (state.producer_id >= 0 && !state.bump_needed);
         let (pid, epoch) = (state.producer_id, state.producer_epoch);
+        let mut gate = TxnGate::new(state.txn.as_ref());
+        self.txn_produce = state.txn.as_ref().map(txn_produce);
         let mut topics: Vec<Arc<str>> = Vec::new();
         let mut released = (0usize, 0usize);
         for (topic, queues) in &mut state.topics {
@@ -213,6 +238,9 @@ impl Sender {
                 if let Some(at) = age(queue, topic, partition, now, flushing, config, &mut expired)
                 {
                     wake_at(at);
+                }
+                if gate.holds(state.txn.as_ref(), queue, topic, partition, &mut released) {
+                    continue;
                 }
                 if queue.ready.is_empty() || !producer_ready {
                     continue;
@@ -272,6 +300,7 @@ impl Sender {
                 };
                 *request_bytes.entry(node).or_default() += size;
                 if let Err(e) = prepare(config, queue, &mut batch, pid, epoch) {
+                    note_txn_failure(&mut state.txn, &e);
                     fail_batch(&mut released, batch, &e);
                     continue;
                 }
@@ -280,23 +309,81 @@ impl Sender {
                 requests.entry(node).or_default().push(batch);
             }
         }
-        self.refresh_topics.extend(topics);
-        let any_expired_sequenced = expired.iter().any(|b| b.sequence.is_some());
-        for b in expired {
-            let e = Error::Timeout(format!(
-                "Local: Message timed out ({} records for {}-{})",
-                b.count(),
-                b.topic,
-                b.partition
-            ));
-            fail_batch(&mut released, b, &e);
+        // KIP-890: the first Produce registers the partition, so the transaction exists at
+        // the coordinator from now on.
+        if let Some(txn) = state.txn.as_mut().filter(|_| !requests.is_empty()) {
+            txn.started = true;
         }
-        if idempotent && any_expired_sequenced {
+        self.refresh_topics.extend(topics);
+        let expired_sequenced = fail_expired(state, expired, &mut released);
+        if idempotent && (expired_sequenced || gate.dropped_sequenced) {
             state.bump_needed = true;
         }
-        self.shared.release(&mut state, released.0, released.1);
-        drop(state);
+        self.shared.release(state, released.0, released.1);
+        drop(guard);
+        self.maybe_register(gate.to_register);
         (requests, next_wake)
+    }
+
+    /// Starts an `AddPartitionsToTxn` for the partitions waiting for one, unless one is in
+    /// flight (the partitions it lacks go in the next).
+    fn maybe_register(&mut self, partitions: Vec<(Arc<str>, i32)>) {
+        if partitions.is_empty() {
+            return;
+        }
+        let (id, producer) = {
+            let mut state = self.shared.lock();
+            let producer = super::transaction::ProducerIdentity {
+                id: state.producer_id,
+                epoch: state.producer_epoch,
+            };
+            let Some(txn) = &mut state.txn else {
+                return;
+            };
+            if txn.registering {
+                return;
+            }
+            txn.registering = true;
+            (txn.id.clone(), producer)
+        };
+        let client = self.shared.client.clone();
+        // The coordinator aborts the transaction after this long anyway.
+        let deadline = Instant::now() + self.shared.config.transaction_timeout;
+        self.tasks.spawn(async move {
+            let requests = Requests {
+                client: &client,
+                transactional_id: &id,
+                deadline,
+            };
+            let result = requests.add_partitions(producer, &partitions).await;
+            Event::Registered { partitions, result }
+        });
+    }
+
+    fn on_registered(&mut self, partitions: Vec<(Arc<str>, i32)>, result: Result<()>) {
+        let mut state = self.shared.lock();
+        if let Some(txn) = &mut state.txn {
+            txn.registering = false;
+            match result {
+                Ok(()) => {
+                    txn.started = true;
+                    txn.registered.extend(partitions);
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "AddPartitionsToTxn failed");
+                    let e = classify(
+                        &txn.id,
+                        Origin::Coordinator,
+                        "adding partitions to the transaction",
+                        e,
+                    );
+                    txn.failed(e);
+                }
+            }
+        }
+        self.shared.release(&mut state, 0, 0);
+        drop(state);
+        self.shared.wake.notify_one();
     }
 
     /// Dials (or reuses) the connection to every leader that has batches waiting.
@@ -355,7 +442,13 @@ impl Sender {
         self.batches_in_flight += batches.len();
         let config = &self.shared.config;
         let started = match self.conns.get(&node) {
-            Some(conn) => start_produce(conn, config.acks, config.request_timeout, &batches),
+            Some(conn) => start_produce(
+                conn,
+                config.acks,
+                config.request_timeout,
+                &batches,
+                self.txn_produce.as_ref(),
+            ),
             None => Err(Error::Closed(format!("no connection to broker {node}"))),
         };
         let reached_wire = started.is_ok();
@@ -400,6 +493,7 @@ impl Sender {
     fn handle(&mut self, event: Event) {
         match event {
             Event::Refreshed => self.refresh_in_flight = false,
+            Event::Registered { partitions, result } => self.on_registered(partitions, result),
             Event::ProducerId(outcome) => self.on_producer_id(outcome),
             Event::Produced {
                 node,
@@ -457,8 +551,7 @@ impl Sender {
         let mut released = (0usize, 0usize);
         for queues in state.topics.values_mut() {
             for queue in &mut queues.partitions {
-                queue.next_sequence = 0;
-                queue.acked_in_epoch = false;
+                queue.restart_sequence();
                 let mut keep = std::collections::VecDeque::with_capacity(queue.ready.len());
                 while let Some(mut b) = queue.ready.pop_front() {
                     if b.maybe_written {
@@ -590,9 +683,22 @@ impl Sender {
                 code,
                 Some(ResponseError::OutOfOrderSequenceNumber | ResponseError::UnknownProducerId)
             );
+        // Either an earlier batch of this partition failed too (and this one will follow it
+        // in order), or the broker lost our state: then only a new epoch helps.
+        let earlier_pending =
+            queue_of(state, &batch).is_some_and(|q| q.draining || q.in_flight > 0);
+        let transactional = state.txn.is_some();
+        // A transaction that failed or is aborting retries nothing; a transactional producer
+        // cannot bump its epoch in the middle of a transaction, so a real sequence gap fails
+        // the batch (and with it the transaction).
+        let doomed = state
+            .txn
+            .as_ref()
+            .is_some_and(|t| t.drop_unsent().is_some());
+        let retriable = !doomed
+            && (error.is_retriable() || (sequence_trouble && (!transactional || earlier_pending)));
         let expired = !config.message_timeout.is_zero()
             && Instant::now() >= batch.created + config.message_timeout;
-        let retriable = error.is_retriable() || sequence_trouble;
         if !retriable || batch.attempts >= config.retries || expired {
             if idempotent && batch.sequence.is_some() {
                 state.bump_needed = true;
@@ -603,22 +709,24 @@ impl Sender {
             } else {
                 error.clone()
             };
+            note_txn_failure(&mut state.txn, &e);
             fail_batch(&mut released, batch, &e);
             self.shared.release(state, released.0, released.1);
             return;
         }
-        if sequence_trouble {
-            // Either an earlier batch of this partition failed too (and this one will follow it
-            // in order), or the broker lost our state: then only a new epoch helps.
-            let earlier_pending =
-                queue_of(state, &batch).is_some_and(|q| q.draining || q.in_flight > 0);
-            if !earlier_pending {
-                state.bump_needed = true;
-            }
+        if sequence_trouble && !earlier_pending {
+            state.bump_needed = true;
         }
         if leadership {
             self.refresh_topics.insert(batch.topic.clone());
         }
+        tracing::debug!(
+            topic = %batch.topic,
+            partition = batch.partition,
+            attempts = batch.attempts,
+            error = %error,
+            "batch sent again"
+        );
         batch.attempts += 1;
         batch.maybe_written |= unknown_outcome;
         self.shared.retries.fetch_add(1, Ordering::Relaxed);
@@ -769,7 +877,7 @@ fn prepare(
             producer_id: pid,
             producer_epoch: epoch,
             base_sequence: batch.sequence.unwrap_or(-1),
-            transactional: false,
+            transactional: config.transactional_id.is_some(),
         }
     } else {
         ProducerState::NONE
@@ -782,6 +890,103 @@ fn prepare(
         )?);
     }
     Ok(())
+}
+
+/// Fails the batches that waited past `message.timeout.ms`; says whether any had a sequence
+/// number (then the partition's sequence has a gap).
+fn fail_expired(
+    state: &mut State,
+    expired: Vec<ClosedBatch>,
+    released: &mut (usize, usize),
+) -> bool {
+    let sequenced = expired.iter().any(|b| b.sequence.is_some());
+    for b in expired {
+        let e = Error::Timeout(format!(
+            "Local: Message timed out ({} records for {}-{})",
+            b.count(),
+            b.topic,
+            b.partition
+        ));
+        note_txn_failure(&mut state.txn, &e);
+        fail_batch(released, b, &e);
+    }
+    sequenced
+}
+
+/// What a planning round of a transactional producer holds back: every queued batch when the
+/// transaction is doomed (they fail), and partitions not yet registered with the coordinator
+/// (classic protocol; they are collected for `AddPartitionsToTxn`).
+struct TxnGate {
+    drop_unsent: Option<Error>,
+    dropped_sequenced: bool,
+    to_register: Vec<(Arc<str>, i32)>,
+}
+
+impl TxnGate {
+    fn new(txn: Option<&TxnState>) -> Self {
+        TxnGate {
+            drop_unsent: txn.and_then(TxnState::drop_unsent).map(Error::Transaction),
+            dropped_sequenced: false,
+            to_register: Vec::new(),
+        }
+    }
+
+    /// Whether `queue` must not send now.
+    fn holds(
+        &mut self,
+        txn: Option<&TxnState>,
+        queue: &mut PartitionQueue,
+        topic: &Arc<str>,
+        partition: i32,
+        released: &mut (usize, usize),
+    ) -> bool {
+        if let Some(e) = &self.drop_unsent {
+            self.dropped_sequenced |= drop_queued(queue, e, released);
+            return true;
+        }
+        match txn {
+            Some(txn) if !txn.may_send(topic, partition) => {
+                // Registered as soon as a record waits, so that the round trip overlaps the
+                // linger.
+                if queue.open.is_some() || !queue.ready.is_empty() {
+                    self.to_register.push((topic.clone(), partition));
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The transactional id and the Produce versions of the transaction protocol.
+fn txn_produce(txn: &TxnState) -> (StrBytes, VersionRange) {
+    (txn.wire_id.clone(), txn.protocol.produce_versions())
+}
+
+/// Records a batch's failure as the open transaction's (the first one dooms it).
+fn note_txn_failure(txn: &mut Option<TxnState>, error: &Error) {
+    if let Some(txn) = txn {
+        let e = classify(&txn.id, Origin::Produce, "producing", error.clone());
+        txn.failed(e);
+    }
+}
+
+/// Fails the open batch and every batch waiting in `queue` (those in flight come back on
+/// their own); says whether any of them had a sequence number, which leaves a gap.
+fn drop_queued(queue: &mut PartitionQueue, error: &Error, released: &mut (usize, usize)) -> bool {
+    let mut sequenced = false;
+    if let Some(open) = queue.open.take() {
+        for d in open.deliveries {
+            released.0 += 1;
+            released.1 += d.bytes;
+            let _ = d.tx.send(Err(error.clone()));
+        }
+    }
+    while let Some(b) = queue.ready.pop_front() {
+        sequenced |= b.sequence.is_some();
+        fail_batch(released, b, error);
+    }
+    sequenced
 }
 
 fn fail_batch(released: &mut (usize, usize), batch: ClosedBatch, error: &Error) {
@@ -797,8 +1002,10 @@ fn start_produce(
     acks: Acks,
     timeout: Duration,
     batches: &[ClosedBatch],
+    transactional: Option<&(StrBytes, VersionRange)>,
 ) -> Result<Option<InFlight<ProduceRequest>>> {
-    let version = conn.version_of::<ProduceRequest>(PRODUCE_VERSIONS)?;
+    let versions = transactional.map_or(PRODUCE_VERSIONS, |(_, v)| PRODUCE_VERSIONS.intersect(v));
+    let version = conn.version_of::<ProduceRequest>(versions)?;
     let mut topics: Vec<TopicProduceData> = Vec::new();
     for b in batches {
         let data = PartitionProduceData::default()
@@ -817,7 +1024,7 @@ fn start_produce(
         }
     }
     let request = ProduceRequest::default()
-        .with_transactional_id(None)
+        .with_transactional_id(transactional.map(|(id, _)| TransactionalId(id.clone())))
         .with_acks(acks.wire())
         .with_timeout_ms(i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX))
         .with_topic_data(topics);
