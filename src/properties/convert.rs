@@ -33,8 +33,8 @@ use super::settings::Settings;
 use super::table::id;
 
 /// The properties this crate acts on: those the conversions into the native client's
-/// configurations read, plus `transactional.id` and `transaction.timeout.ms` (read by the
-/// adapter) and `builtin.features` (a check only). By this crate's names, `topic.` for the topic
+/// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
+/// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
 pub const ACTED_ON: [&str; 52] = [
     // ClientConfig
@@ -89,7 +89,7 @@ pub const ACTED_ON: [&str; 52] = [
     "queued.min.messages",
     "queued.max.messages.kbytes",
     "client.rack",
-    // Read by the adapter, or a check only.
+    // ProducerConfig (transactions), or a check only.
     "transactional.id",
     "transaction.timeout.ms",
     "builtin.features",
@@ -195,6 +195,8 @@ pub(super) fn producer_config(s: &Settings) -> ProducerConfig {
             .and_then(Partitioner::from_name)
             .unwrap_or_default(),
         sticky_partitioning_linger: millis(s.int(id::STICKY_PARTITIONING_LINGER_MS)),
+        transactional_id: s.str(id::TRANSACTIONAL_ID).map(str::to_owned),
+        transaction_timeout: millis(s.int(id::TRANSACTION_TIMEOUT_MS)),
     }
 }
 
