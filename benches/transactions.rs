@@ -6,8 +6,15 @@
 //! ```text
 //! scripts/kafka up && eval "$(scripts/kafka env | sed 's/^/export /')"
 //! cargo bench --bench transactions   # BENCH_TXNS (default 300), BENCH_TXN_RECORDS (100),
-//!                                    # BENCH_ROUNDS (3)
+//!                                    # BENCH_ROUNDS (3), BENCH_TXN_GAP_MS (0)
 //! ```
+//!
+//! `BENCH_TXN_GAP_MS` puts that much sleep (work, in a real loop) between a commit and the next
+//! transaction, on both sides. It matters with KIP-890 (v2): a transaction's first Produce
+//! that reaches the partition leader before the previous transaction's markers are written
+//! makes the leader retry its implicit registration after 20 ms
+//! (`add.partitions.to.txn.retry.backoff.ms`), so a client quick to start the next transaction
+//! pays that more often than a slow one.
 //!
 //! Both sides run 20 untimed warm-up transactions first (the JVM's JIT; our connections). Rounds
 //! alternate between the two clients so that machine noise hits both alike; the figure to quote
@@ -40,6 +47,7 @@ async fn run_transactions(
     per_transaction: usize,
     value: &Bytes,
 ) {
+    let gap = Duration::from_millis(env_usize("BENCH_TXN_GAP_MS", 0) as u64);
     for _ in 0..transactions {
         producer.begin().expect("begin");
         for i in 0..per_transaction {
@@ -53,6 +61,11 @@ async fn run_transactions(
             drop(producer.send(record).await.expect("send"));
         }
         producer.commit().await.expect("commit");
+        if !gap.is_zero() {
+            // The thread sleeps as Java's Thread.sleep does (tokio's timer would round up to
+            // the next millisecond): the stand-in for the loop's work.
+            std::thread::sleep(gap);
+        }
     }
 }
 
@@ -100,6 +113,7 @@ fn java(
             topic,
             &transactions.to_string(),
             &per_transaction.to_string(),
+            &env_usize("BENCH_TXN_GAP_MS", 0).to_string(),
         ])
         .output()
         .expect("java");
@@ -132,7 +146,8 @@ fn main() {
     let rounds = env_usize("BENCH_ROUNDS", 3).max(1);
     let classpath = java_classpath();
     println!(
-        "transactions bench: {transactions} transactions of {per_transaction} records of 100 bytes, linger.ms=5, {PARTITIONS} partitions, {rounds} rounds"
+        "transactions bench: {transactions} transactions of {per_transaction} records of 100 bytes, linger.ms=5, {PARTITIONS} partitions, {} ms between transactions, {rounds} rounds",
+        env_usize("BENCH_TXN_GAP_MS", 0)
     );
     let mut ratios = Vec::new();
     let mut cpu_ratios = Vec::new();

@@ -14,11 +14,12 @@
 //   produce-txn <bootstrap> <topic> <none|gzip|snappy|lz4|zstd> <count> <commit|abort>
 //       The same records, sent in ONE transaction (random transactional.id) that is then committed
 //       or aborted. Prints "committed <count>" or "aborted <count>".
-//   txn-loop <bootstrap> <topic> <transactions> <records-per-transaction>
+//   txn-loop <bootstrap> <topic> <transactions> <records-per-transaction> [gap_ms]
 //       The transaction-rate baseline: one transactional producer (random transactional.id,
 //       linger.ms=5) runs 20 warm-up transactions, then <transactions> more, each with
 //       <records-per-transaction> records of 100 bytes (record i to partition i % <partition count>)
-//       and a commit. Prints "txn-loop <transactions> <wall ms> <process CPU ms>" for the timed ones.
+//       and a commit, sleeping gap_ms (default 0) after each commit. Prints
+//       "txn-loop <transactions> <wall ms> <process CPU ms>" for the timed ones.
 //   consume <bootstrap> <topic> <count> [timeout_ms]
 //       Assign all partitions from the beginning (no group), isolation.level=read_committed, read
 //       until <count> records (default timeout 30000 ms). One line per record:
@@ -114,8 +115,9 @@ public class Interop {
                     rc = produceTxn(args.get(1), args.get(2), args.get(3), Integer.parseInt(args.get(4)), args.get(5).equals("commit"));
                     break;
                 case "txn-loop":
-                    if (args.size() != 5) usage("txn-loop <bootstrap> <topic> <transactions> <records-per-transaction>");
-                    rc = txnLoop(args.get(1), args.get(2), Integer.parseInt(args.get(3)), Integer.parseInt(args.get(4)));
+                    if (args.size() != 5 && args.size() != 6) usage("txn-loop <bootstrap> <topic> <transactions> <records-per-transaction> [gap_ms]");
+                    rc = txnLoop(args.get(1), args.get(2), Integer.parseInt(args.get(3)), Integer.parseInt(args.get(4)),
+                            args.size() == 6 ? Long.parseLong(args.get(5)) : 0L);
                     break;
                 case "consume":
                     if (args.size() != 4 && args.size() != 5) usage("consume <bootstrap> <topic> <count> [timeout_ms]");
@@ -143,7 +145,7 @@ public class Interop {
         System.err.println("  create  <bootstrap> <topic> <partitions> <rf>");
         System.err.println("  produce <bootstrap> <topic> <none|gzip|snappy|lz4|zstd> <count>");
         System.err.println("  produce-txn <bootstrap> <topic> <none|gzip|snappy|lz4|zstd> <count> <commit|abort>");
-        System.err.println("  txn-loop <bootstrap> <topic> <transactions> <records-per-transaction>");
+        System.err.println("  txn-loop <bootstrap> <topic> <transactions> <records-per-transaction> [gap_ms]");
         System.err.println("  consume <bootstrap> <topic> <count> [timeout_ms]");
         System.exit(2);
     }
@@ -250,7 +252,7 @@ public class Interop {
         return 0;
     }
 
-    static int txnLoop(String bootstrap, String topic, int transactions, int perTransaction) throws Exception {
+    static int txnLoop(String bootstrap, String topic, int transactions, int perTransaction, long gapMs) throws Exception {
         Properties p = producerProps(bootstrap, "none");
         p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "interop-loop-" + java.util.UUID.randomUUID());
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
@@ -260,12 +262,12 @@ public class Interop {
             byte[] value = new byte[100];
             java.util.Arrays.fill(value, (byte) 'x');
             // JIT warm-up, not timed
-            runTransactions(producer, topic, partitions, value, 20, perTransaction);
+            runTransactions(producer, topic, partitions, value, 20, perTransaction, gapMs);
             com.sun.management.OperatingSystemMXBean os =
                 (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
             long cpu0 = os.getProcessCpuTime();
             long t0 = System.nanoTime();
-            runTransactions(producer, topic, partitions, value, transactions, perTransaction);
+            runTransactions(producer, topic, partitions, value, transactions, perTransaction, gapMs);
             long wall = System.nanoTime() - t0;
             long cpu = os.getProcessCpuTime() - cpu0;
             System.out.println("txn-loop " + transactions + " " + wall / 1_000_000.0 + " " + cpu / 1_000_000.0);
@@ -274,13 +276,14 @@ public class Interop {
     }
 
     static void runTransactions(KafkaProducer<byte[], byte[]> producer, String topic, int partitions, byte[] value,
-                                int transactions, int perTransaction) {
+                                int transactions, int perTransaction, long gapMs) throws InterruptedException {
         for (int t = 0; t < transactions; t++) {
             producer.beginTransaction();
             for (int i = 0; i < perTransaction; i++) {
                 producer.send(new ProducerRecord<>(topic, i % partitions, null, value));
             }
             producer.commitTransaction();
+            if (gapMs > 0) Thread.sleep(gapMs);
         }
     }
 

@@ -90,10 +90,13 @@ impl TxnState {
                 Kind::NoTransaction,
                 "no transaction is open: call begin first",
             )),
-            Phase::Committing | Phase::Aborting => Err(self.refusal(
-                Kind::Busy,
-                "the transaction is being completed; begin the next one after that",
-            )),
+            // A commit that failed stays here until the abort: its failure says what to do.
+            Phase::Committing | Phase::Aborting => Err(self.error.clone().unwrap_or_else(|| {
+                self.refusal(
+                    Kind::Busy,
+                    "the transaction is being completed; begin the next one after that",
+                )
+            })),
         }
     }
 
@@ -280,6 +283,16 @@ mod tests {
         s.failed(TransactionError::new(Kind::Fenced, &id, "fenced"));
         assert_eq!(kind(s.check_open()), Some(Kind::Fenced), "fatal wins");
         assert_eq!(kind(s.start_commit()), None);
+        assert_eq!(
+            kind(s.check_open()),
+            Some(Kind::Fenced),
+            "a failed commit says why"
+        );
+        assert_eq!(
+            kind(s.begin()),
+            Some(Kind::Busy),
+            "it must be aborted first"
+        );
         assert_eq!(
             kind(s.start_abort()),
             None,
