@@ -474,8 +474,8 @@ impl Classic {
         let mut closing = self.shared.closing.subscribe();
         let interval = self.config().heartbeat_interval;
         // Zero turns periodic refreshes off, as for the client's own refresh.
-        let refresh_every = Some(self.shared.client.config().metadata_refresh_interval)
-            .filter(|d| !d.is_zero());
+        let refresh_every =
+            Some(self.shared.client.config().metadata_refresh_interval).filter(|d| !d.is_zero());
         let mut next_refresh = refresh_every.and_then(|d| Instant::now().checked_add(d));
         loop {
             tokio::select! {
