@@ -26,10 +26,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use ruststream_kafka::client::{
-    Client, Codec, Consumer, ConsumerConfig, ConsumerEvent, Producer, ProducerConfig,
-    ProducerRecord, StartAt, TopicPartition,
+    Client, Codec, Consumer, ConsumerConfig, ConsumerEvent, Producer, ProducerConfig, StartAt,
+    TopicPartition,
 };
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
@@ -69,22 +68,8 @@ async fn fill(client: &Client, topic: &str, records: usize, codec: Codec) -> f64
         ..ProducerConfig::default()
     };
     let producer = Producer::new(client.clone(), config).expect("producer");
-    let payload = Bytes::from(vec![b'x'; RECORD_SIZE]);
     let start = Instant::now();
-    let mut last = None;
-    for _ in 0..records {
-        let r = ProducerRecord {
-            topic: topic.to_owned(),
-            value: Some(payload.clone()),
-            ..ProducerRecord::default()
-        };
-        last = Some(producer.send(r).await.expect("send"));
-    }
-    let left = producer.flush(Duration::from_mins(5)).await;
-    assert_eq!(left, 0, "records left after flush");
-    if let Some(last) = last {
-        last.await.expect("delivery");
-    }
+    common::send_and_wait(&producer, topic, records, RECORD_SIZE).await;
     let rate = records as f64 / start.elapsed().as_secs_f64();
     producer.close(Duration::from_secs(10)).await;
     rate

@@ -17,8 +17,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use ruststream_kafka::client::{Client, Producer, ProducerConfig, ProducerRecord};
+use ruststream_kafka::client::{Client, Producer, ProducerConfig};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -43,24 +42,10 @@ async fn ours(client: &Client, topic: &str, records: usize) -> Figures {
         ..ProducerConfig::default()
     };
     let producer = Producer::new(client.clone(), config).expect("producer");
-    let payload = Bytes::from(vec![b'x'; 100]);
     let cpu0 = cpu_seconds();
     let allocations = Region::new(GLOBAL);
     let start = Instant::now();
-    let mut last = None;
-    for _ in 0..records {
-        let r = ProducerRecord {
-            topic: topic.to_owned(),
-            value: Some(payload.clone()),
-            ..ProducerRecord::default()
-        };
-        last = Some(producer.send(r).await.expect("send"));
-    }
-    let left = producer.flush(Duration::from_mins(5)).await;
-    assert_eq!(left, 0, "records left after flush");
-    if let Some(last) = last {
-        last.await.expect("delivery");
-    }
+    common::send_and_wait(&producer, topic, records, 100).await;
     let elapsed = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
     let allocated = allocations.change().allocations;

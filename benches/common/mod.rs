@@ -87,3 +87,28 @@ pub fn new_topic(
         .expect("create topic");
     topic
 }
+
+/// Sends `records` values of `size` bytes to `topic` and waits until every one is delivered.
+pub async fn send_and_wait(
+    producer: &ruststream_kafka::client::Producer,
+    topic: &str,
+    records: usize,
+    size: usize,
+) {
+    use ruststream_kafka::client::ProducerRecord;
+    let payload = bytes::Bytes::from(vec![b'x'; size]);
+    let mut last = None;
+    for _ in 0..records {
+        let r = ProducerRecord {
+            topic: topic.to_owned(),
+            value: Some(payload.clone()),
+            ..ProducerRecord::default()
+        };
+        last = Some(producer.send(r).await.expect("send"));
+    }
+    let left = producer.flush(std::time::Duration::from_mins(5)).await;
+    assert_eq!(left, 0, "records left after flush");
+    if let Some(last) = last {
+        last.await.expect("delivery");
+    }
+}
