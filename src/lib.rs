@@ -2,9 +2,37 @@
 //!
 //! The crate has two layers. [`client`] is a Kafka wire-protocol client built on
 //! `kafka-protocol` and tokio; it knows nothing of `RustStream` and could stand on its own.
-//! The adapter on top of it (later) keeps the public API of `ruststream-rdkafka` 0.7.1 so that
-//! a service moves over by renaming the crate.
+//! The adapter on top of it keeps the public API of `ruststream-rdkafka` 0.7.1, so a service
+//! moves over by renaming the crate: [`KafkaBroker`] and its descriptors ([`KafkaTopic`],
+//! [`KafkaTopics`], [`KafkaPartitions`]), deliveries ([`KafkaMessage`]) settled per
+//! [`Commit`] mode, positions and seeking ([`KafkaPosition`], [`KafkaSeeker`]), publishing
+//! ([`KafkaPublish`], [`KafkaOptions`], [`RoundRobin`]), and librdkafka's property names
+//! ([`properties`]).
 #![forbid(unsafe_code)]
 
+mod broker;
 pub mod client;
+pub mod context;
+mod distribution;
+mod eos;
+mod error;
+mod message;
+pub mod prelude;
 pub mod properties;
+mod publisher;
+mod redelivery;
+mod seek;
+mod subscriber;
+mod subscription;
+mod tracker;
+
+pub use broker::{ClosedKafkaBroker, ConnectedKafkaBroker, KafkaBroker};
+pub use distribution::RoundRobin;
+pub use eos::{EOS_SOURCE_HEADER, EosReplies, SourceOffset};
+pub use error::KafkaError;
+pub use message::{KafkaMessage, PARTITION_KEY_HEADER};
+pub use publisher::{KafkaOptions, KafkaPublish, KafkaPublishSteps, KafkaPublisher};
+pub use redelivery::ToSourceTopic;
+pub use seek::{KafkaPosition, KafkaSeeker};
+pub use subscriber::KafkaSubscriber;
+pub use subscription::{Assignment, Commit, KafkaPartitions, KafkaTopic, KafkaTopics, LaneKey, StartOffset};

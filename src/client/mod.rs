@@ -95,6 +95,7 @@ impl Client {
             client_id: Some(config.client_id.clone()),
             connect_timeout: config.connect_timeout,
             max_response_size: config.max_response_size,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         };
         let backoff = Backoff::new(config.reconnect_backoff, config.reconnect_backoff_max);
         let client = Client {

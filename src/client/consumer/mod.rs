@@ -186,6 +186,8 @@ pub(crate) struct Shared {
     /// The connections of the group membership.
     pub group_lane: u64,
     pub stats: Mutex<FetchStats>,
+    /// True once the group completed a first assignment for this member (even an empty one).
+    pub assigned_once: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -210,11 +212,29 @@ impl Shared {
 }
 
 /// A Kafka consumer.
+///
+/// It derefs to its [`ConsumerHandle`], which holds everything but polling, assigning and
+/// subscribing.
 #[derive(Debug)]
 pub struct Consumer {
-    shared: Arc<Shared>,
+    handle: ConsumerHandle,
     tasks: Vec<JoinHandle<()>>,
     membership: Option<JoinHandle<()>>,
+}
+
+/// A cloneable handle on a [`Consumer`]: positions, pausing, seeking, storing and committing
+/// offsets from other tasks while one task polls. It does not keep the consumer open: once
+/// the consumer is closed or dropped, calls that need it fail or do nothing.
+#[derive(Debug, Clone)]
+pub struct ConsumerHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::ops::Deref for Consumer {
+    type Target = ConsumerHandle;
+    fn deref(&self) -> &ConsumerHandle {
+        &self.handle
+    }
 }
 
 impl Consumer {
@@ -240,13 +260,14 @@ impl Consumer {
             fetch_lane,
             group_lane,
             stats: Mutex::new(FetchStats::default()),
+            assigned_once: watch::Sender::new(false),
         });
         let mut tasks = vec![tokio::spawn(fetcher::run(shared.clone()))];
         if shared.config.enable_auto_commit && shared.offsets.is_some() {
             tasks.push(tokio::spawn(auto_commit(shared.clone())));
         }
         Ok(Consumer {
-            shared,
+            handle: ConsumerHandle { shared },
             tasks,
             membership: None,
         })
@@ -324,6 +345,23 @@ impl Consumer {
             }
             wake.await;
         }
+    }
+
+}
+
+impl ConsumerHandle {
+    /// Waits until the group has given this member its first assignment (possibly empty).
+    ///
+    /// Cancel-safe.
+    pub async fn first_assignment(&self) {
+        let mut seen = self.shared.assigned_once.subscribe();
+        let _ = seen.wait_for(|assigned| *assigned).await;
+    }
+
+    /// Whether the group has given this member an assignment yet.
+    #[must_use]
+    pub fn has_assignment(&self) -> bool {
+        *self.shared.assigned_once.borrow()
     }
 
     /// Stops handing out and fetching records of `partitions` (their buffered records stay).
@@ -453,6 +491,15 @@ impl Consumer {
             .offsets
             .as_ref()
             .ok_or_else(|| Error::Config("committing needs a `group.id`".into()))
+    }
+
+}
+
+impl Consumer {
+    /// A handle for other tasks.
+    #[must_use]
+    pub fn handle(&self) -> ConsumerHandle {
+        self.handle.clone()
     }
 
     /// Leaves the group (after committing the stored offsets when `enable.auto.commit` is

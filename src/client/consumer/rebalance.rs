@@ -12,6 +12,7 @@ impl Shared {
     /// offsets. The caller hears [`ConsumerEvent::Assigned`] before any of their records.
     pub(crate) fn assign_partitions(&self, partitions: &[TopicPartition]) {
         let mut state = self.lock();
+        self.assigned_once.send_replace(true);
         let new: Vec<TopicPartition> = partitions
             .iter()
             .filter(|tp| !state.parts.contains_key(*tp))

@@ -38,6 +38,10 @@ pub struct ConnectionOptions {
     pub connect_timeout: Duration,
     /// The largest response frame accepted (librdkafka's `receive.message.max.bytes`).
     pub max_response_size: usize,
+    /// The runtime connections are opened and served on; `None` is the caller's. A client
+    /// used from short-lived runtimes (a handler's own thread) pins its sockets here so that
+    /// they outlive the caller's runtime.
+    pub runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Default for ConnectionOptions {
@@ -46,6 +50,7 @@ impl Default for ConnectionOptions {
             client_id: Some("rdkafka".to_owned()),
             connect_timeout: Duration::from_secs(30),
             max_response_size: 100_000_000,
+            runtime: None,
         }
     }
 }
@@ -94,6 +99,17 @@ impl Drop for Connection {
 impl Connection {
     /// Opens a TCP connection to `address` (`host:port`) and negotiates API versions.
     pub async fn connect(address: &str, options: &ConnectionOptions) -> Result<Connection> {
+        if let Some(runtime) = &options.runtime {
+            let (address, options) = (address.to_owned(), options.clone());
+            return runtime
+                .spawn(async move { Self::connect_here(&address, &options).await })
+                .await
+                .map_err(|e| Error::Closed(format!("the task opening a connection ended: {e}")))?;
+        }
+        Self::connect_here(address, options).await
+    }
+
+    async fn connect_here(address: &str, options: &ConnectionOptions) -> Result<Connection> {
         let stream = tokio::time::timeout(options.connect_timeout, TcpStream::connect(address))
             .await
             .map_err(|_| Error::Timeout(format!("connecting to {address}")))?

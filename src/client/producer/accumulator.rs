@@ -19,7 +19,7 @@ use super::{DeliveryFuture, ProducerRecord, RecordMetadata};
 use crate::client::Client;
 use crate::client::config::ProducerConfig;
 use crate::client::error::{Error, Result};
-use crate::client::records::{BATCH_HEADER_SIZE, BatchBuilder};
+use crate::client::records::{BatchBuilder, Header};
 
 /// One record's pending delivery report.
 #[derive(Debug)]
@@ -290,16 +290,10 @@ impl Shared {
             return Err(e);
         }
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
-        let size = BATCH_HEADER_SIZE
-            + BatchBuilder::new(0).size_of_next(
-                timestamp,
-                record.key.as_deref(),
-                record.value.as_deref(),
-                &record.headers,
-            );
+        let size = message_size(record.key.as_deref(), record.value.as_deref(), &record.headers);
         if size > self.config.message_max_bytes {
             return Err(Error::InvalidRecord(format!(
-                "record of {size} bytes is too large (message.max.bytes = {})",
+                "Message size too large: a record of {size} bytes is over message.max.bytes = {}",
                 self.config.message_max_bytes
             )));
         }
@@ -501,5 +495,48 @@ pub(super) fn close_open(queue: &mut PartitionQueue, topic: &Arc<str>, partition
             order,
             maybe_written: false,
         });
+    }
+}
+
+/// A record's size as librdkafka counts it against `message.max.bytes`: a fixed 36 bytes of
+/// framing, the key and the value, and per header its name, its value and their two
+/// (zigzag varint) lengths. Users moving from librdkafka keep the same limit this way; the
+/// batch around a record of exactly this size is a little larger, which the broker's own
+/// limit (`max.message.bytes`, 1 MiB + 12 by default) leaves room for.
+pub(crate) fn message_size(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[Header]) -> usize {
+    const FRAMING: usize = 36;
+    let headers: usize = headers
+        .iter()
+        .map(|h| {
+            let value = h.value.as_ref().map_or(0, Bytes::len);
+            h.key.len() + value + zigzag_len(h.key.len()) + zigzag_len(value)
+        })
+        .sum();
+    FRAMING + key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len) + headers
+}
+
+fn zigzag_len(n: usize) -> usize {
+    let mut v = (n as u64) << 1;
+    let mut len = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        len += 1;
+    }
+    len
+}
+
+#[cfg(test)]
+mod message_size_tests {
+    use bytes::Bytes;
+
+    use super::message_size;
+    use crate::client::records::Header;
+
+    #[test]
+    fn counts_like_librdkafka() {
+        let header = Header::new(Bytes::from_static(b"n"), Some(Bytes::from(vec![0u8; 64])));
+        let value = vec![0u8; 1_000_000 - 36 - 68];
+        assert_eq!(message_size(None, Some(&value), &[header]), 1_000_000);
+        assert_eq!(message_size(None, Some(&[0u8; 999_964]), &[]), 1_000_000);
     }
 }

@@ -657,6 +657,9 @@ impl Membership {
                 tracing::info!(group = %self.group, epoch = self.epoch, ?partitions, "assigned");
                 self.shared.assign_partitions(&partitions);
                 merge(&mut self.owned, &plan.add);
+            } else if plan.unresolved.is_empty() {
+                // Reconciled (possibly to nothing): the member has its assignment.
+                self.shared.assigned_once.send_replace(true);
             }
             if !plan.unresolved.is_empty() && now >= self.resolve_at {
                 tracing::debug!(group = %self.group, "assigned topics unknown here: refreshing metadata");

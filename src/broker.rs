@@ -1,0 +1,415 @@
+//! The broker: [`KafkaBroker`] (configuration), [`ConnectedKafkaBroker`] (the connection every
+//! handle aliases) and [`ClosedKafkaBroker`] (what shutdown leaves).
+//!
+//! Building a [`KafkaBroker`] does no I/O and needs no runtime. `connect` validates the
+//! producer configuration like librdkafka would at client creation, probes the cluster with a
+//! metadata request bounded by `connect_timeout`, and captures the current tokio runtime:
+//! every task the crate starts later (consumers, producers, exactly-once windows) runs there,
+//! so a handler publishing from a short-lived runtime of its own never strands one.
+//!
+//! The shared producer is created by the first publish, not by `connect`. `shutdown` marks the
+//! connection closed first (every handle paired before then fails with
+//! [`KafkaError::Closed`] from that moment), then flushes that producer for at most
+//! `flush_timeout`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ruststream::{
+    AddressedCopies, Broker, ConnectedBroker, DescribeServer, ServerSpec, Subscribe,
+    SubscriptionSource,
+};
+use tokio::runtime::Handle;
+use tokio::sync::OnceCell;
+
+use crate::client::{Client, Producer, ProducerConfig};
+use crate::error::KafkaError;
+use crate::properties::{Properties, ProducerProperties, log_not_acted_on};
+use crate::publisher::{KafkaPublish, KafkaPublisher};
+use crate::subscriber::KafkaSubscriber;
+use crate::subscription::KafkaTopic;
+
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_ASSIGNMENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A Kafka cluster to connect to: bootstrap servers, librdkafka properties and the crate's own
+/// bounds. Building it does no I/O.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use ruststream_kafka::KafkaBroker;
+///
+/// let broker = KafkaBroker::new(["localhost:9092"])
+///     .default_group("orders-svc")
+///     .config("client.id", "orders")
+///     .producer_config("acks", "all")
+///     .connect_timeout(Duration::from_secs(10));
+/// ```
+#[derive(Clone)]
+pub struct KafkaBroker {
+    servers: Vec<String>,
+    default_group: Option<String>,
+    config: Properties,
+    producer_config: Properties,
+    connect_timeout: Duration,
+    flush_timeout: Duration,
+    assignment_timeout: Duration,
+}
+
+impl fmt::Debug for KafkaBroker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KafkaBroker")
+            .field("servers", &self.servers)
+            .field("default_group", &self.default_group)
+            // Keys are printed, secret values redacted.
+            .field("config", &self.config)
+            .field("producer_config", &self.producer_config)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("flush_timeout", &self.flush_timeout)
+            .field("assignment_timeout", &self.assignment_timeout)
+            .finish()
+    }
+}
+
+impl KafkaBroker {
+    /// The bootstrap servers: `host`, `host:port`, or `PLAINTEXT://host:port` style entries.
+    pub fn new<I, S>(servers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            servers: servers.into_iter().map(Into::into).collect(),
+            default_group: None,
+            config: Properties::new(),
+            producer_config: Properties::new(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            flush_timeout: DEFAULT_FLUSH_TIMEOUT,
+            assignment_timeout: DEFAULT_ASSIGNMENT_TIMEOUT,
+        }
+    }
+
+    /// The consumer group of subscriptions that name none (a bare-name subscription needs it).
+    #[must_use]
+    pub fn default_group(mut self, group: impl Into<String>) -> Self {
+        self.default_group = Some(group.into());
+        self
+    }
+
+    /// A librdkafka property for every client: consumers and the producer. A later call with
+    /// the same key wins.
+    #[must_use]
+    pub fn config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config.set(key, value);
+        self
+    }
+
+    /// A librdkafka property for the producer only, on top of [`config`](Self::config).
+    #[must_use]
+    pub fn producer_config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.producer_config.set(key, value);
+        self
+    }
+
+    /// How long `connect` waits for the cluster to answer its probe (default 30 s).
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long `shutdown` waits for the producer to deliver what it holds (default 30 s).
+    #[must_use]
+    pub fn flush_timeout(mut self, timeout: Duration) -> Self {
+        self.flush_timeout = timeout;
+        self
+    }
+
+    /// How long a group subscription waits for its first assignment (default 60 s, which
+    /// leaves room for a `session.timeout.ms` of 45 s plus the broker's
+    /// `group.initial.rebalance.delay.ms`).
+    #[must_use]
+    pub fn assignment_timeout(mut self, timeout: Duration) -> Self {
+        self.assignment_timeout = timeout;
+        self
+    }
+
+    /// `bootstrap.servers`, then every `config` pair.
+    fn base_properties(&self) -> Properties {
+        let mut base = Properties::new();
+        base.set("bootstrap.servers", self.servers.join(","));
+        for (key, value) in &self.config {
+            base.set(key, value);
+        }
+        base
+    }
+
+    /// The base properties with the producer overlay.
+    fn producer_properties(base: &Properties, overlay: &Properties) -> Properties {
+        let mut producer = base.clone();
+        for (key, value) in overlay {
+            producer.set(key, value);
+        }
+        producer
+    }
+}
+
+impl Broker for KafkaBroker {
+    type Error = KafkaError;
+    type Connected = ConnectedKafkaBroker;
+
+    async fn connect(self) -> Result<ConnectedKafkaBroker, KafkaError> {
+        if self.servers.iter().all(|s| s.trim().is_empty()) {
+            return Err(KafkaError::InvalidOptions(
+                "at least one bootstrap server is required: `KafkaBroker::new([\"host:9092\"])`"
+                    .into(),
+            ));
+        }
+        let base = self.base_properties();
+        let producer_properties = Self::producer_properties(&base, &self.producer_config);
+        let producer = producer_properties.producer().map_err(KafkaError::connect)?;
+        log_not_acted_on(&producer_properties);
+        let runtime = Handle::current();
+        let probe = Client::connect(producer.client_config());
+        let client = match tokio::time::timeout(self.connect_timeout, probe).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => return Err(KafkaError::connect(e)),
+            Err(_) => {
+                return Err(KafkaError::Connect(KafkaError::text(format!(
+                    "no broker of {} answered within {:?}",
+                    self.servers.join(","),
+                    self.connect_timeout
+                ))));
+            }
+        };
+        Ok(ConnectedKafkaBroker {
+            state: Arc::new(ConnState {
+                servers: self.servers,
+                default_group: self.default_group,
+                base,
+                producer_properties,
+                producer_settings: producer,
+                flush_timeout: self.flush_timeout,
+                assignment_timeout: self.assignment_timeout,
+                runtime,
+                closed: AtomicBool::new(false),
+                client,
+                producer: OnceCell::new(),
+            }),
+        })
+    }
+}
+
+impl DescribeServer for KafkaBroker {
+    fn describe_server(&self) -> ServerSpec {
+        let hosts: Vec<String> = self
+            .servers
+            .iter()
+            .map(|s| ServerSpec::host_from_url(s))
+            .collect();
+        ServerSpec::new(hosts.join(","), "kafka")
+    }
+}
+
+/// The connection state every handle of one connected broker shares.
+pub(crate) struct ConnState {
+    servers: Vec<String>,
+    default_group: Option<String>,
+    /// `bootstrap.servers` and the broker's `config`: the base of every client.
+    base: Properties,
+    /// The base with the producer overlay.
+    producer_properties: Properties,
+    producer_settings: ProducerProperties,
+    flush_timeout: Duration,
+    assignment_timeout: Duration,
+    /// The runtime `connect` ran on; the crate's tasks run here.
+    runtime: Handle,
+    closed: AtomicBool,
+    /// The connect probe's client, kept for the producers.
+    client: Client,
+    /// The shared plain producer, created by the first publish.
+    producer: OnceCell<Producer>,
+}
+
+impl fmt::Debug for ConnState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnState")
+            .field("servers", &self.servers)
+            .field("default_group", &self.default_group)
+            .field("closed", &self.is_closed())
+            .field("producer_open", &self.producer.initialized())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnState {
+    pub(crate) fn default_group(&self) -> Option<&str> {
+        self.default_group.as_deref()
+    }
+
+    pub(crate) fn base_properties(&self) -> &Properties {
+        &self.base
+    }
+
+    pub(crate) fn producer_properties(&self) -> &Properties {
+        &self.producer_properties
+    }
+
+    pub(crate) fn producer_settings(&self) -> &ProducerProperties {
+        &self.producer_settings
+    }
+
+    pub(crate) fn assignment_timeout(&self) -> Duration {
+        self.assignment_timeout
+    }
+
+    pub(crate) fn runtime(&self) -> &Handle {
+        &self.runtime
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Fails with [`KafkaError::Closed`] naming `what` once the broker is shut down.
+    pub(crate) fn ensure_open(&self, what: &str) -> Result<(), KafkaError> {
+        if self.is_closed() {
+            Err(KafkaError::closed(what))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The shared producer, created on first use (racing first publishes share one).
+    pub(crate) async fn producer(&self) -> Result<&Producer, KafkaError> {
+        self.producer
+            .get_or_try_init(|| async {
+                let config: ProducerConfig = self.producer_settings.producer_config();
+                // The producer's tasks belong on the broker's runtime, whoever publishes first.
+                let _on_runtime = self.runtime.enter();
+                Producer::new(self.client.clone(), config).map_err(KafkaError::publish)
+            })
+            .await
+    }
+}
+
+/// A connected broker: opens subscriptions and pairs publishers. Consumed by `shutdown`.
+#[derive(Debug)]
+pub struct ConnectedKafkaBroker {
+    state: Arc<ConnState>,
+}
+
+impl ConnectedKafkaBroker {
+    pub(crate) fn state(&self) -> &ConnState {
+        &self.state
+    }
+
+    pub(crate) fn shared_state(&self) -> Arc<ConnState> {
+        Arc::clone(&self.state)
+    }
+
+    /// A plain publisher on the shared producer (what pairing a [`KafkaPublish`] gives).
+    #[must_use]
+    pub fn publisher(&self, policy: KafkaPublish) -> KafkaPublisher {
+        KafkaPublisher::new(self.shared_state(), policy.queue_timeout_setting())
+    }
+
+    /// Opens any of the crate's descriptors, or a core wrapper around one (such as
+    /// `StartAt`).
+    pub fn subscribe_with<S>(
+        &self,
+        source: S,
+    ) -> impl Future<Output = Result<KafkaSubscriber, KafkaError>> + Send + '_
+    where
+        S: SubscriptionSource<Self, Subscriber = KafkaSubscriber> + Send + 'static,
+    {
+        source.subscribe(self)
+    }
+}
+
+impl ConnectedBroker for ConnectedKafkaBroker {
+    type Error = KafkaError;
+    type Closed = ClosedKafkaBroker;
+
+    async fn shutdown(self) -> Result<ClosedKafkaBroker, KafkaError> {
+        let state = &self.state;
+        state.closed.store(true, Ordering::Release);
+        let unflushed = match state.producer.get() {
+            None => 0,
+            Some(producer) => {
+                let left = producer.close(state.flush_timeout).await;
+                i32::try_from(left).unwrap_or(i32::MAX)
+            }
+        };
+        state.client.close();
+        if unflushed > 0 {
+            return Err(KafkaError::Publish(KafkaError::text(format!(
+                "shutdown: {unflushed} records were still undelivered after the {:?} flush",
+                state.flush_timeout
+            ))));
+        }
+        Ok(ClosedKafkaBroker { unflushed })
+    }
+}
+
+impl Subscribe for ConnectedKafkaBroker {
+    type Subscriber = KafkaSubscriber;
+    type Copies = AddressedCopies;
+
+    fn subscribe(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<KafkaSubscriber, KafkaError>> + Send {
+        KafkaTopic::new(name).subscribe(self)
+    }
+}
+
+/// What `shutdown` leaves: the records the producer still held after its flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClosedKafkaBroker {
+    unflushed: i32,
+}
+
+impl ClosedKafkaBroker {
+    /// Records the producer still held after the flush (0 after a clean flush, and when no
+    /// publish ever opened the producer).
+    #[must_use]
+    pub fn unflushed_records(&self) -> i32 {
+        self.unflushed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KafkaBroker;
+
+    #[test]
+    fn construction_needs_no_runtime_and_prints_no_secret() {
+        let broker = KafkaBroker::new(["a:9092", "b:9092"])
+            .default_group("g")
+            .config("sasl.password", "hunter2")
+            .producer_config("acks", "all");
+        let printed = format!("{broker:?}");
+        assert!(printed.contains("sasl.password"), "{printed}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(printed.contains("acks"), "{printed}");
+    }
+
+    #[tokio::test]
+    async fn no_server_is_invalid_options() {
+        use ruststream::Broker;
+        let err = KafkaBroker::new(Vec::<String>::new())
+            .connect()
+            .await
+            .expect_err("no servers");
+        assert!(err.to_string().contains("at least one bootstrap server is required"));
+    }
+}

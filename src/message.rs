@@ -1,0 +1,219 @@
+//! [`KafkaMessage`]: one delivery, the record plus its settlement handle.
+//!
+//! A delivery references the fetched buffer: payload, key and headers are slices of it, never
+//! copies. The header map is built on first read (and eagerly under `Commit::Transactional`,
+//! which adds the exactly-once source header). Settling is synchronous: the futures `ack` and
+//! `nack` return are ready at once, so both are cancel-safe.
+
+use std::fmt;
+use std::future::{Future, ready};
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use ruststream::{AckError, HeaderMap, IncomingMessage, Partitioned, Positioned, Str};
+
+use crate::client::Record;
+use crate::eos::{EOS_SOURCE_HEADER, encode_source};
+use crate::seek::KafkaPosition;
+use crate::subscriber::{Partition, SubCore};
+use crate::subscription::{Commit, LaneKey};
+
+/// The header a record's native key travels in: a publish moves it into the key, a delivery
+/// shows the key under it.
+pub const PARTITION_KEY_HEADER: &str = "kafka-partition-key";
+
+/// One delivery: the record and its settlement handle. It may outlive its subscription; the
+/// consumer closes when the last delivery, the subscriber and every seeker are gone.
+pub struct KafkaMessage {
+    core: Arc<SubCore>,
+    part: Arc<Partition>,
+    generation: u64,
+    record: Record,
+    headers: OnceLock<HeaderMap>,
+}
+
+impl fmt::Debug for KafkaMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KafkaMessage")
+            .field("topic", &self.topic())
+            .field("partition", &self.partition())
+            .field("offset", &self.offset())
+            .field("payload_len", &self.payload().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaMessage {
+    pub(crate) fn new(
+        core: Arc<SubCore>,
+        part: Arc<Partition>,
+        generation: u64,
+        record: Record,
+    ) -> Self {
+        let message = Self {
+            core,
+            part,
+            generation,
+            record,
+            headers: OnceLock::new(),
+        };
+        if matches!(message.core.commit, Commit::Transactional(_)) {
+            let _ = message.headers.set(message.build_headers());
+        }
+        message
+    }
+
+    /// The topic the record came from.
+    #[must_use]
+    pub fn topic(&self) -> &str {
+        &self.part.topic
+    }
+
+    /// Its partition.
+    #[must_use]
+    pub fn partition(&self) -> i32 {
+        self.part.tp.partition
+    }
+
+    /// Its offset.
+    #[must_use]
+    pub fn offset(&self) -> i64 {
+        self.record.offset
+    }
+
+    /// The record's timestamp in ms since the epoch, when it has one.
+    #[must_use]
+    pub fn timestamp_millis(&self) -> Option<i64> {
+        (self.record.timestamp >= 0).then_some(self.record.timestamp)
+    }
+
+    /// The record's native key.
+    #[must_use]
+    pub fn key(&self) -> Option<&[u8]> {
+        self.record.key.as_deref()
+    }
+
+    pub(crate) fn shared_topic(&self) -> &Str {
+        &self.part.topic
+    }
+
+    pub(crate) fn shared_key(&self) -> Option<&Bytes> {
+        self.record.key.as_ref()
+    }
+
+    pub(crate) fn core(&self) -> &Arc<SubCore> {
+        &self.core
+    }
+
+    /// Whether its partition was not repositioned since it was fetched.
+    pub(crate) fn is_current(&self) -> bool {
+        self.part.is_current(self.generation)
+    }
+
+    fn build_headers(&self) -> HeaderMap {
+        let wire = &self.record.headers;
+        let extra = usize::from(self.record.key.is_some())
+            + usize::from(matches!(self.core.commit, Commit::Transactional(_)));
+        if wire.is_empty() && extra == 0 {
+            return HeaderMap::new();
+        }
+        let mut map = HeaderMap::with_capacity(wire.len() + extra);
+        for header in wire.iter() {
+            let name = match Str::from_inner(header.key) {
+                Ok(name) => name,
+                Err(bad) => Str::from(String::from_utf8_lossy(&bad.into_inner()).into_owned()),
+            };
+            if name.eq_ignore_ascii_case(PARTITION_KEY_HEADER) {
+                continue;
+            }
+            map.insert(name, header.value.unwrap_or_default());
+        }
+        if let Some(key) = &self.record.key {
+            map.insert(PARTITION_KEY_HEADER, key.clone());
+        }
+        if matches!(self.core.commit, Commit::Transactional(_)) {
+            map.insert(
+                EOS_SOURCE_HEADER,
+                encode_source(self.topic(), self.partition(), self.offset()),
+            );
+        }
+        map
+    }
+
+    /// Settles this delivery in the tracked watermark, storing the position when it moved.
+    fn settle(&self) -> Result<(), AckError> {
+        let stored = self
+            .part
+            .tracked
+            .lock()
+            .settle(self.generation, self.record.offset);
+        if let (Some(position), Commit::Tracked) = (stored, &self.core.commit) {
+            self.core
+                .consumer
+                .store_offset(&self.part.tp, position + 1)
+                .map_err(|e| AckError::Broker(Box::new(e)))?;
+        }
+        Ok(())
+    }
+}
+
+impl IncomingMessage for KafkaMessage {
+    fn payload(&self) -> &[u8] {
+        self.record.value.as_deref().unwrap_or_default()
+    }
+
+    fn headers(&self) -> &HeaderMap {
+        self.headers.get_or_init(|| self.build_headers())
+    }
+
+    fn partition_key(&self) -> Option<&[u8]> {
+        match self.core.lane_key {
+            LaneKey::Partition => Some(self.part.text.as_bytes()),
+            LaneKey::RecordKey => self.record.key.as_deref(),
+        }
+    }
+
+    /// Under `Commit::Auto` a no-op (the position was stored at hand-over); under
+    /// `Commit::Tracked` it settles the delivery and stores the watermark; under
+    /// `Commit::Transactional` it settles for the exactly-once window. Ready at once.
+    fn ack(self) -> impl Future<Output = Result<(), AckError>> + Send {
+        ready(match self.core.commit {
+            Commit::Auto => Ok(()),
+            Commit::Tracked | Commit::Transactional(_) => self.settle(),
+        })
+    }
+
+    /// `nack(false)` settles like `ack`. `nack(true)`: unsupported under `Commit::Auto`;
+    /// under `Commit::Tracked` the delivery comes back on this subscription before anything
+    /// newly fetched (still outstanding until settled); under `Commit::Transactional` nothing
+    /// happens here: the open window cannot settle, aborts, and its replay brings the record
+    /// back. Ready at once.
+    fn nack(self, requeue: bool) -> impl Future<Output = Result<(), AckError>> + Send {
+        ready(match (&self.core.commit, requeue) {
+            (Commit::Auto, false) => Ok(()),
+            (Commit::Auto, true) => Err(AckError::Unsupported),
+            (Commit::Tracked | Commit::Transactional(_), false) => self.settle(),
+            (Commit::Tracked, true) => {
+                let core = Arc::clone(&self.core);
+                core.requeue(self);
+                Ok(())
+            }
+            (Commit::Transactional(_), true) => Ok(()),
+        })
+    }
+}
+
+impl Positioned for KafkaMessage {
+    type Position = KafkaPosition;
+
+    /// This record's own position: seeking to it redelivers it and what follows.
+    fn position(&self) -> KafkaPosition {
+        KafkaPosition::topic_offset(self.topic(), self.partition(), self.offset())
+    }
+}
+
+impl Partitioned for KafkaMessage {
+    fn partition_key(&self) -> Option<&[u8]> {
+        IncomingMessage::partition_key(self)
+    }
+}

@@ -1,0 +1,765 @@
+//! [`KafkaSubscriber`]: one consumer for one subscription, and the pump that drives it.
+//!
+//! Each subscription has its own native consumer (and its own client, as librdkafka has). A
+//! pump task on the broker's runtime polls the consumer without pause: it answers rebalances at
+//! once, even while nobody reads the stream (a member that is not read yet stays a healthy
+//! group member), and moves fetched records into the subscription's queue in whole batches.
+//! When the queue holds more than its share of the consumer's buffer limits
+//! (`queued.max.messages.kbytes`, `queued.min.messages`), the pump pauses the partitions, so
+//! memory stays bounded while rebalance events still flow.
+//!
+//! Everything that repositions a partition goes through the pump in order: assignments,
+//! revocations, losses and seeks each start a new generation of the partition and drop what
+//! the queue held of it, so no record fetched before a reposition is handed out after it.
+//!
+//! The consumer closes (committing what was stored, then leaving the group) when the last of
+//! the subscriber, its deliveries and its seekers is dropped.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use ruststream::{BatchSubscriber, Seekable, Str, Subscriber};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use crate::broker::ConnState;
+use crate::client::consumer::{
+    Consumer, ConsumerEvent, ConsumerHandle, PartitionRecords, StartAt, Subscription,
+    TopicPartition,
+};
+use crate::client::{Client, Error as ClientError, Record, ResponseError};
+use crate::error::KafkaError;
+use crate::message::KafkaMessage;
+use crate::seek::{KafkaPosition, KafkaSeeker};
+use crate::subscription::{Commit, LaneKey, Plan, StartOffset, Target};
+use crate::tracker::Tracked;
+
+/// One partition as the subscription sees it: its shared names and its tracked state.
+#[derive(Debug)]
+pub(crate) struct Partition {
+    pub tp: TopicPartition,
+    /// The topic name, shared by every delivery and context of the partition.
+    pub topic: Str,
+    /// The partition number as decimal text (the `LaneKey::Partition` lane key).
+    pub text: Box<str>,
+    /// The current generation (also kept in `tracked`); read without the lock on the hot path.
+    pub generation: AtomicU64,
+    pub tracked: Tracked,
+}
+
+impl Partition {
+    fn new(tp: TopicPartition) -> Self {
+        Self {
+            topic: Str::from(tp.topic.to_string()),
+            text: tp.partition.to_string().into_boxed_str(),
+            tp,
+            generation: AtomicU64::new(0),
+            tracked: Tracked::default(),
+        }
+    }
+
+    /// Starts a new generation: outstanding deliveries no longer count.
+    fn reposition(&self) -> u64 {
+        let mut tracked = self.tracked.lock();
+        let generation = tracked.reset();
+        self.generation.store(generation, Ordering::Release);
+        generation
+    }
+
+    pub(crate) fn is_current(&self, generation: u64) -> bool {
+        self.generation.load(Ordering::Acquire) == generation
+    }
+}
+
+/// What the pump hands the stream.
+enum Item {
+    Batch {
+        part: Arc<Partition>,
+        generation: u64,
+        records: PartitionRecords,
+        bytes: usize,
+    },
+    Error(KafkaError),
+}
+
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Item>,
+    bytes: usize,
+    records: usize,
+    /// The pump paused every partition because the queue is full.
+    throttled: bool,
+    /// The last error the consumer reported (for the subscribe wait's message).
+    last_error: Option<String>,
+    /// A refusal that ends the subscribe wait (B10a).
+    fatal: Option<String>,
+}
+
+/// A command for the pump.
+pub(crate) enum Command {
+    Seek {
+        to: KafkaPosition,
+        done: oneshot::Sender<Result<(), KafkaError>>,
+    },
+}
+
+/// The state a subscription's handles share: the subscriber, every delivery, every seeker.
+pub(crate) struct SubCore {
+    pub name: String,
+    pub commit: Commit,
+    pub lane_key: LaneKey,
+    /// Whether handing a record over stores its offset (`Commit::Auto` with
+    /// `enable.auto.offset.store`).
+    auto_store: bool,
+    pub state: Arc<ConnState>,
+    pub consumer: ConsumerHandle,
+    parts: Mutex<HashMap<TopicPartition, Arc<Partition>>>,
+    queue: Mutex<Queue>,
+    /// Wakes the stream.
+    wake: Notify,
+    /// Tracked deliveries handed back with `nack(true)`, delivered before anything new.
+    requeued: Mutex<VecDeque<KafkaMessage>>,
+    commands: mpsc::UnboundedSender<Command>,
+    closing: watch::Sender<bool>,
+    limits: (usize, usize),
+}
+
+impl fmt::Debug for SubCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubCore")
+            .field("name", &self.name)
+            .field("commit", &self.commit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for SubCore {
+    fn drop(&mut self) {
+        self.closing.send_replace(true);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl SubCore {
+    /// Hands a tracked delivery back to the subscription (`nack(true)`).
+    pub(crate) fn requeue(&self, message: KafkaMessage) {
+        lock(&self.requeued).push_back(message);
+        self.wake.notify_one();
+    }
+
+    /// Sends `command` to the pump.
+    pub(crate) fn command(&self, command: Command) -> Result<(), KafkaError> {
+        self.commands
+            .send(command)
+            .map_err(|_| KafkaError::Consume(KafkaError::text("the subscription's consumer has stopped")))
+    }
+
+    fn partition(&self, tp: &TopicPartition) -> Arc<Partition> {
+        let mut parts = lock(&self.parts);
+        Arc::clone(
+            parts
+                .entry(tp.clone())
+                .or_insert_with(|| Arc::new(Partition::new(tp.clone()))),
+        )
+    }
+
+    fn known_partition(&self, tp: &TopicPartition) -> Option<Arc<Partition>> {
+        lock(&self.parts).get(tp).cloned()
+    }
+
+    /// Repositions `tps` and drops what the queue held of them.
+    fn reposition(&self, tps: &[TopicPartition]) {
+        for tp in tps {
+            self.partition(tp).reposition();
+        }
+        let mut queue = lock(&self.queue);
+        let Queue {
+            items,
+            bytes,
+            records,
+            ..
+        } = &mut *queue;
+        items.retain(|item| match item {
+            Item::Batch {
+                part,
+                records: batch,
+                bytes: size,
+                ..
+            } if tps.contains(&part.tp) => {
+                *bytes -= size;
+                *records -= batch.records.len();
+                false
+            }
+            _ => true,
+        });
+    }
+
+    /// Resumes fetching after the stream drained a throttled queue.
+    fn unthrottle(&self, queue: &mut Queue) {
+        if queue.throttled && queue.bytes <= self.limits.0 / 2 && queue.records <= self.limits.1 / 2 {
+            queue.throttled = false;
+            self.consumer.resume(&self.consumer.assignment());
+        }
+    }
+}
+
+/// One consumer for one subscription; its stream delivers [`KafkaMessage`]s.
+pub struct KafkaSubscriber {
+    core: Arc<SubCore>,
+    current: Option<Current>,
+    /// An error met inside an open batch, yielded after the batch.
+    pending_error: Option<KafkaError>,
+}
+
+struct Current {
+    part: Arc<Partition>,
+    generation: u64,
+    records: std::vec::IntoIter<Record>,
+}
+
+impl fmt::Debug for KafkaSubscriber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KafkaSubscriber")
+            .field("topic", &self.core.name)
+            .field("commit", &self.core.commit)
+            .finish()
+    }
+}
+
+impl Drop for KafkaSubscriber {
+    fn drop(&mut self) {
+        // Requeued deliveries hold the core; releasing them unsettled lets the consumer close
+        // (the group's next member reads them from the committed offset).
+        let requeued = std::mem::take(&mut *lock(&self.core.requeued));
+        drop(requeued);
+    }
+}
+
+impl KafkaSubscriber {
+    /// The subscription's name (its topic, or its entries joined with `,`).
+    #[must_use]
+    pub fn topic(&self) -> &str {
+        &self.core.name
+    }
+
+    /// Opens `plan`: validates the consumer configuration, creates the consumer on the
+    /// broker's runtime, and for a group waits for the first assignment.
+    pub(crate) async fn open(state: Arc<ConnState>, plan: Plan) -> Result<Self, KafkaError> {
+        state.ensure_open(&plan.name)?;
+        let runtime = state.runtime().clone();
+        // Opening spawns the consumer's tasks: they belong on the broker's runtime, whatever
+        // runtime the caller is on.
+        runtime
+            .spawn(open_here(state, plan))
+            .await
+            .map_err(|e| KafkaError::Subscribe(Box::new(e)))?
+    }
+
+    /// The next delivery; waits for one. Cancel-safe: nothing is taken before it is returned.
+    async fn next_item(&mut self) -> Result<KafkaMessage, KafkaError> {
+        if let Some(err) = self.pending_error.take() {
+            return Err(err);
+        }
+        let core = Arc::clone(&self.core);
+        loop {
+            let notified = core.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(item) = self.take_ready() {
+                return item;
+            }
+            notified.await;
+        }
+    }
+
+    /// A delivery that is ready now, without waiting.
+    fn take_ready(&mut self) -> Option<Result<KafkaMessage, KafkaError>> {
+        loop {
+            if let Some(message) = self.take_requeued() {
+                return Some(Ok(message));
+            }
+            if let Some(current) = &mut self.current {
+                if current.part.is_current(current.generation) {
+                    if let Some(record) = current.records.next() {
+                        let part = Arc::clone(&current.part);
+                        let generation = current.generation;
+                        return Some(Ok(self.hand_over(part, generation, record)));
+                    }
+                }
+                self.current = None;
+            }
+            let mut queue = lock(&self.core.queue);
+            match queue.items.pop_front()? {
+                Item::Batch {
+                    part,
+                    generation,
+                    records,
+                    bytes,
+                } => {
+                    queue.bytes -= bytes;
+                    queue.records -= records.records.len();
+                    self.core.unthrottle(&mut queue);
+                    drop(queue);
+                    self.current = Some(Current {
+                        part,
+                        generation,
+                        records: records.records.into_iter(),
+                    });
+                }
+                Item::Error(err) => return Some(Err(err)),
+            }
+        }
+    }
+
+    fn take_requeued(&self) -> Option<KafkaMessage> {
+        let mut requeued = lock(&self.core.requeued);
+        while let Some(message) = requeued.pop_front() {
+            if message.is_current() {
+                return Some(message);
+            }
+            // Repositioned while it was away: the replay brings the record once.
+        }
+        None
+    }
+
+    fn hand_over(&self, part: Arc<Partition>, generation: u64, record: Record) -> KafkaMessage {
+        let offset = record.offset;
+        match self.core.commit {
+            Commit::Auto => {
+                if self.core.auto_store {
+                    // As librdkafka: handing a record over stores the position after it.
+                    let _ = self.core.consumer.store_offset(&part.tp, offset + 1);
+                }
+            }
+            Commit::Tracked | Commit::Transactional(_) => {
+                part.tracked.lock().delivered(generation, offset);
+            }
+        }
+        KafkaMessage::new(Arc::clone(&self.core), part, generation, record)
+    }
+
+    /// Takes up to `size` deliveries: one awaited, then what is ready.
+    async fn next_batch(&mut self, size: NonZeroUsize) -> Result<Vec<KafkaMessage>, KafkaError> {
+        let first = self.next_item().await?;
+        let mut batch = Vec::with_capacity(size.get().min(64));
+        batch.push(first);
+        while batch.len() < size.get() {
+            match self.take_ready() {
+                Some(Ok(message)) => batch.push(message),
+                Some(Err(err)) => {
+                    self.pending_error = Some(err);
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(batch)
+    }
+}
+
+impl Subscriber for KafkaSubscriber {
+    type Message = KafkaMessage;
+    type Error = KafkaError;
+
+    /// The deliveries, endlessly. Cancel-safe; calling it again loses nothing.
+    fn stream(&mut self) -> impl Stream<Item = Result<KafkaMessage, KafkaError>> + Send + '_ {
+        futures::stream::unfold(self, |subscriber| async move {
+            let item = subscriber.next_item().await;
+            Some((item, subscriber))
+        })
+    }
+}
+
+impl BatchSubscriber for KafkaSubscriber {
+    type Batch = Vec<KafkaMessage>;
+
+    /// Batches of at most `size`, in partition order: one awaited delivery, then what is
+    /// already fetched. An error inside an open batch comes after the batch.
+    fn batches(
+        &mut self,
+        size: NonZeroUsize,
+    ) -> impl Stream<Item = Result<Vec<KafkaMessage>, KafkaError>> + Send + '_ {
+        futures::stream::unfold(self, move |subscriber| async move {
+            let batch = subscriber.next_batch(size).await;
+            Some((batch, subscriber))
+        })
+    }
+}
+
+impl Seekable for KafkaSubscriber {
+    type Seeker = KafkaSeeker;
+
+    fn seeker(&self) -> KafkaSeeker {
+        KafkaSeeker::new(Arc::clone(&self.core))
+    }
+}
+
+// --- opening ---
+
+/// Whether a consumer error ends the subscribe wait: a refusal retrying cannot fix.
+fn is_fatal_join_error(err: &ClientError) -> bool {
+    matches!(
+        err.code(),
+        Some(
+            ResponseError::InconsistentGroupProtocol
+                | ResponseError::InvalidGroupId
+                | ResponseError::GroupAuthorizationFailed
+                | ResponseError::TopicAuthorizationFailed
+                | ResponseError::GroupMaxSizeReached
+        )
+    ) || err.to_string().contains("INCONSISTENT_GROUP_PROTOCOL")
+}
+
+fn is_unknown_topic(err: &ClientError) -> bool {
+    matches!(
+        err.code(),
+        Some(ResponseError::UnknownTopicOrPartition | ResponseError::UnknownTopicId)
+    )
+}
+
+async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber, KafkaError> {
+    let settings = plan.properties.consumer().map_err(KafkaError::subscribe)?;
+    let mut config = settings.consumer_config();
+    let auto_store = config.enable_auto_offset_store;
+    // The subscription stores offsets itself: at hand-over (Auto) or on settle (Tracked).
+    config.enable_auto_offset_store = false;
+    let limits = (
+        (config.queued_max_bytes / 2).max(1 << 20),
+        config.queued_min_messages.max(1000),
+    );
+    let client = Client::connect(settings.client_config())
+        .await
+        .map_err(KafkaError::subscribe)?;
+    let mut consumer = Consumer::new(client.clone(), config).map_err(KafkaError::subscribe)?;
+    let (commands, command_rx) = mpsc::unbounded_channel();
+    let (closing, closing_rx) = watch::channel(false);
+    let core = Arc::new(SubCore {
+        name: plan.name.clone(),
+        commit: plan.commit.clone(),
+        lane_key: plan.lane_key,
+        auto_store,
+        state: Arc::clone(&state),
+        consumer: consumer.handle(),
+        parts: Mutex::new(HashMap::new()),
+        queue: Mutex::new(Queue::default()),
+        wake: Notify::new(),
+        requeued: Mutex::new(VecDeque::new()),
+        commands,
+        closing,
+        limits,
+    });
+    match &plan.target {
+        Target::Partitions { topic, partitions } => {
+            let start = match plan.start {
+                StartOffset::Committed => StartAt::Committed,
+                StartOffset::Earliest => StartAt::Earliest,
+                StartOffset::Latest => StartAt::Latest,
+            };
+            let existing = client.topic(topic).await.ok().map(|t| t.partitions.len());
+            let assignment: Vec<(TopicPartition, StartAt)> = partitions
+                .iter()
+                .filter(|p| existing.is_none_or(|count| usize::try_from(**p).is_ok_and(|p| p < count)))
+                .map(|p| (TopicPartition::new(topic, *p), start))
+                .collect();
+            for (tp, _) in &assignment {
+                core.partition(tp).reposition();
+            }
+            consumer.assign(&assignment).map_err(KafkaError::subscribe)?;
+            tokio::spawn(pump(consumer, Arc::downgrade(&core), command_rx, closing_rx));
+            wait_for_positions(&core, &plan).await?;
+        }
+        Target::Group { topics, patterns } => {
+            let subscription = if patterns.is_empty() {
+                Subscription::Topics(topics.clone())
+            } else {
+                Subscription::Pattern(combined_pattern(topics, patterns))
+            };
+            consumer.subscribe(subscription).map_err(KafkaError::subscribe)?;
+            tokio::spawn(pump(consumer, Arc::downgrade(&core), command_rx, closing_rx));
+            let nothing_to_wait_for = patterns.is_empty() && none_exists(&client, topics).await;
+            if !nothing_to_wait_for {
+                wait_for_assignment(&core, &plan).await?;
+            }
+        }
+    }
+    Ok(KafkaSubscriber {
+        core,
+        current: None,
+        pending_error: None,
+    })
+}
+
+/// One regular expression for literal topics and patterns together.
+fn combined_pattern(topics: &[String], patterns: &[String]) -> String {
+    let mut parts: Vec<String> = topics
+        .iter()
+        .map(|t| format!("^{}$", regex::escape(t)))
+        .collect();
+    parts.extend(patterns.iter().map(|p| format!("(?:{p})")));
+    parts.join("|")
+}
+
+/// True when the cluster answers and has none of `topics` (nothing can be assigned yet).
+async fn none_exists(client: &Client, topics: &[String]) -> bool {
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    if client.refresh_metadata(&names).await.is_err() {
+        return false;
+    }
+    client.with_metadata(|m| topics.iter().all(|t| m.topics.get(t.as_str()).is_none()))
+}
+
+const WAIT_STEP: Duration = Duration::from_millis(10);
+
+/// Waits for the first assignment and a concrete start for each of its partitions (B7-B10).
+async fn wait_for_assignment(core: &SubCore, plan: &Plan) -> Result<(), KafkaError> {
+    let bound = core.state.assignment_timeout();
+    let deadline = Instant::now() + bound;
+    let group = plan.group.as_deref().unwrap_or_default();
+    loop {
+        {
+            let queue = lock(&core.queue);
+            if let Some(fatal) = &queue.fatal {
+                return Err(KafkaError::Subscribe(KafkaError::text(format!(
+                    "subscription {:?} in consumer group {group:?} could not be opened: the \
+                     cluster refused its join: {fatal}",
+                    plan.name
+                ))));
+            }
+        }
+        if core.consumer.has_assignment() && positions_known(core) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let mut message = format!(
+                "subscription {:?} in consumer group {group:?} was not assigned its partitions \
+                 within {bound:?}",
+                plan.name
+            );
+            if let Some(err) = &lock(&core.queue).last_error {
+                message.push_str("; the consumer last reported: ");
+                message.push_str(err);
+            }
+            return Err(KafkaError::Subscribe(KafkaError::text(message)));
+        }
+        tokio::time::sleep(WAIT_STEP.min(deadline.saturating_duration_since(Instant::now()))).await;
+    }
+}
+
+/// Waits until a manual assignment knows where each partition starts.
+async fn wait_for_positions(core: &SubCore, plan: &Plan) -> Result<(), KafkaError> {
+    let deadline = Instant::now() + core.state.assignment_timeout();
+    while !positions_known(core) {
+        if Instant::now() >= deadline {
+            return Err(KafkaError::Subscribe(KafkaError::text(format!(
+                "subscription {:?} could not be opened: the start positions of its partitions \
+                 could not be read",
+                plan.name
+            ))));
+        }
+        tokio::time::sleep(WAIT_STEP).await;
+    }
+    Ok(())
+}
+
+fn positions_known(core: &SubCore) -> bool {
+    core.consumer
+        .assignment()
+        .iter()
+        .all(|tp| core.consumer.position(tp).is_some())
+}
+
+// --- the pump ---
+
+async fn pump(
+    mut consumer: Consumer,
+    core: Weak<SubCore>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut closing: watch::Receiver<bool>,
+) {
+    let mut held: Option<KafkaPosition> = None;
+    let mut unknown_topic = false;
+    loop {
+        tokio::select! {
+            biased;
+            _ = closing.changed() => break,
+            Some(command) = commands.recv() => {
+                let Some(core) = core.upgrade() else { break };
+                match command {
+                    Command::Seek { to, done } => {
+                        let outcome = seek(&core, &mut held, to).await;
+                        let _ = done.send(outcome);
+                    }
+                }
+            }
+            event = consumer.poll() => {
+                let Some(core) = core.upgrade() else { break };
+                match event {
+                    Ok(event) => on_event(&core, event, &mut held, &mut unknown_topic).await,
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+    if let Err(e) = consumer.close().await {
+        tracing::warn!(error = %e, "closing a subscription's consumer failed");
+    }
+}
+
+async fn on_event(
+    core: &SubCore,
+    event: ConsumerEvent,
+    held: &mut Option<KafkaPosition>,
+    unknown_topic: &mut bool,
+) {
+    match event {
+        ConsumerEvent::Records(records) => {
+            let tp = TopicPartition {
+                topic: Arc::clone(&records.topic),
+                partition: records.partition,
+            };
+            let Some(part) = core.known_partition(&tp) else {
+                return;
+            };
+            let generation = part.generation.load(Ordering::Acquire);
+            let bytes: usize = records
+                .records
+                .iter()
+                .map(|r| r.value.as_ref().map_or(0, bytes::Bytes::len) + 64)
+                .sum();
+            let mut queue = lock(&core.queue);
+            queue.bytes += bytes;
+            queue.records += records.records.len();
+            queue.items.push_back(Item::Batch {
+                part,
+                generation,
+                records,
+                bytes,
+            });
+            if !queue.throttled && (queue.bytes > core.limits.0 || queue.records > core.limits.1) {
+                queue.throttled = true;
+                core.consumer.pause(&core.consumer.assignment());
+            }
+            drop(queue);
+            if *unknown_topic {
+                *unknown_topic = false;
+                tracing::debug!(subscription = %core.name, "the subscribed topic is readable again");
+            }
+            core.wake.notify_one();
+        }
+        ConsumerEvent::Assigned(tps) => {
+            core.reposition(&tps);
+            if lock(&core.queue).throttled {
+                core.consumer.pause(&tps);
+            }
+            if let Some(position) = held.take()
+                && let Err(err) = seek_assigned(core, &position).await
+            {
+                let err = match err {
+                    KafkaError::InvalidOptions(m) => KafkaError::InvalidOptions(format!(
+                        "subscription {:?} could not be opened at its start position: {m}",
+                        core.name
+                    )),
+                    other => other,
+                };
+                lock(&core.queue).items.push_back(Item::Error(err));
+                core.wake.notify_one();
+            }
+        }
+        ConsumerEvent::Revoked(revocation) => {
+            core.reposition(&revocation.partitions);
+            drop(revocation);
+        }
+        ConsumerEvent::Lost(tps) => core.reposition(&tps),
+        ConsumerEvent::Error(err) => {
+            if is_unknown_topic(&err) {
+                if *unknown_topic {
+                    tracing::debug!(subscription = %core.name, error = %err, "topic still unknown");
+                } else {
+                    *unknown_topic = true;
+                    tracing::warn!(subscription = %core.name, error = %err, "a subscribed topic does not exist (yet)");
+                }
+                lock(&core.queue).last_error = Some(err.to_string());
+                return;
+            }
+            let mut queue = lock(&core.queue);
+            queue.last_error = Some(err.to_string());
+            if is_fatal_join_error(&err) && !core.consumer.has_assignment() {
+                queue.fatal = Some(err.to_string());
+            }
+            queue.items.push_back(Item::Error(KafkaError::consume(err)));
+            drop(queue);
+            core.wake.notify_one();
+        }
+    }
+}
+
+/// Applies a seek: now on the assigned partitions, or held for the first assignment.
+async fn seek(
+    core: &SubCore,
+    held: &mut Option<KafkaPosition>,
+    to: KafkaPosition,
+) -> Result<(), KafkaError> {
+    if core.consumer.assignment().is_empty() {
+        *held = Some(to);
+        return Ok(());
+    }
+    seek_assigned(core, &to).await
+}
+
+async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaError> {
+    let assigned = core.consumer.assignment();
+    let targets: Vec<(TopicPartition, StartAt)> = match to {
+        KafkaPosition::Earliest => assigned.iter().map(|tp| (tp.clone(), StartAt::Earliest)).collect(),
+        KafkaPosition::Latest => assigned.iter().map(|tp| (tp.clone(), StartAt::Latest)).collect(),
+        KafkaPosition::Timestamp(t) => assigned
+            .iter()
+            .map(|tp| (tp.clone(), StartAt::Timestamp(*t)))
+            .collect(),
+        KafkaPosition::Offset {
+            topic,
+            partition,
+            offset,
+        } => assigned
+            .iter()
+            .filter(|tp| tp.partition == *partition && topic.as_deref().is_none_or(|t| *t == *tp.topic))
+            .map(|tp| (tp.clone(), StartAt::Offset(*offset)))
+            .collect(),
+    };
+    if targets.is_empty() {
+        let listed = if assigned.is_empty() {
+            "empty".to_owned()
+        } else {
+            assigned
+                .iter()
+                .map(|tp| format!("{}[{}]", tp.topic, tp.partition))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(KafkaError::InvalidOptions(format!(
+            "position {to:?} names no partition assigned to subscription {:?}; assigned: {listed}",
+            core.name
+        )));
+    }
+    for (tp, start) in targets {
+        core.reposition(std::slice::from_ref(&tp));
+        core.consumer
+            .seek(&tp, start)
+            .await
+            .map_err(KafkaError::consume)?;
+        // The next commit carries the new position, never one past records the seek replays.
+        if core.commit != Commit::Auto || core.auto_store {
+            if let Some(position) = core.consumer.position(&tp) {
+                let _ = core.consumer.store_offset(&tp, position);
+            }
+        }
+    }
+    core.wake.notify_one();
+    Ok(())
+}
