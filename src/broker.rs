@@ -26,7 +26,7 @@ use tokio::sync::OnceCell;
 
 use crate::client::{Client, Producer, ProducerConfig};
 use crate::error::KafkaError;
-use crate::properties::{Properties, ProducerProperties, log_not_acted_on};
+use crate::properties::{ProducerProperties, Properties, log_not_acted_on};
 use crate::publisher::{KafkaPublish, KafkaPublisher};
 use crate::subscriber::KafkaSubscriber;
 use crate::subscription::KafkaTopic;
@@ -171,7 +171,9 @@ impl Broker for KafkaBroker {
         }
         let base = self.base_properties();
         let producer_properties = Self::producer_properties(&base, &self.producer_config);
-        let producer = producer_properties.producer().map_err(KafkaError::connect)?;
+        let producer = producer_properties
+            .producer()
+            .map_err(KafkaError::connect)?;
         log_not_acted_on(&producer_properties);
         let runtime = Handle::current();
         let probe = Client::connect(producer.client_config());
@@ -410,6 +412,9 @@ mod tests {
             .connect()
             .await
             .expect_err("no servers");
-        assert!(err.to_string().contains("at least one bootstrap server is required"));
+        assert!(
+            err.to_string()
+                .contains("at least one bootstrap server is required")
+        );
     }
 }

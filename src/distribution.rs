@@ -30,7 +30,10 @@ impl RoundRobin {
     /// When `count` is zero or negative: there would be no partition to place a record on.
     #[must_use]
     pub fn partitions(count: i32) -> Self {
-        assert!(count > 0, "RoundRobin::partitions needs at least one partition, got {count}");
+        assert!(
+            count > 0,
+            "RoundRobin::partitions needs at least one partition, got {count}"
+        );
         Self {
             count: u64::from(count.unsigned_abs()),
             next: AtomicU64::new(0),

@@ -99,7 +99,10 @@ mod tests {
         let err = KafkaError::Publish(KafkaError::text("too large"));
         assert_eq!(err.to_string(), "kafka publish error: too large");
         let err = KafkaError::closed("orders");
-        assert_eq!(err.to_string(), "kafka connection is closed; cannot reach orders");
+        assert_eq!(
+            err.to_string(),
+            "kafka connection is closed; cannot reach orders"
+        );
         let err = KafkaError::InvalidOptions("x".into());
         assert_eq!(err.to_string(), "invalid options: x");
         let busy = KafkaError::TransactionBusy { id: "tx".into() }.to_string();

@@ -35,4 +35,6 @@ pub use publisher::{KafkaOptions, KafkaPublish, KafkaPublishSteps, KafkaPublishe
 pub use redelivery::ToSourceTopic;
 pub use seek::{KafkaPosition, KafkaSeeker};
 pub use subscriber::KafkaSubscriber;
-pub use subscription::{Assignment, Commit, KafkaPartitions, KafkaTopic, KafkaTopics, LaneKey, StartOffset};
+pub use subscription::{
+    Assignment, Commit, KafkaPartitions, KafkaTopic, KafkaTopics, LaneKey, StartOffset,
+};

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ruststream::runtime::{PublishBuilder, PublishSink};
-use ruststream::{DefaultPublish, HeaderMap, Lend, OutgoingMessage, PairError, PublishPolicy, Publisher};
+use ruststream::{
+    DefaultPublish, HeaderMap, Lend, OutgoingMessage, PairError, PublishPolicy, Publisher,
+};
 
 use crate::broker::{ConnState, ConnectedKafkaBroker};
 use crate::client::records::Header;

@@ -112,7 +112,9 @@ impl Seeker for KafkaSeeker {
         let (done, outcome) = oneshot::channel();
         self.core.command(Command::Seek { to, done })?;
         outcome.await.map_err(|_| {
-            KafkaError::Consume(KafkaError::text("the subscription's consumer stopped during a seek"))
+            KafkaError::Consume(KafkaError::text(
+                "the subscription's consumer stopped during a seek",
+            ))
         })?
     }
 }

@@ -18,13 +18,16 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::num::NonZeroUsize;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
+use futures::task::AtomicWaker;
 use ruststream::{BatchSubscriber, Seekable, Str, Subscriber};
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::broker::ConnState;
 use crate::client::consumer::{
@@ -120,7 +123,7 @@ pub(crate) struct SubCore {
     parts: Mutex<HashMap<TopicPartition, Arc<Partition>>>,
     queue: Mutex<Queue>,
     /// Wakes the stream.
-    wake: Notify,
+    wake: AtomicWaker,
     /// Tracked deliveries handed back with `nack(true)`, delivered before anything new.
     requeued: Mutex<VecDeque<KafkaMessage>>,
     commands: mpsc::UnboundedSender<Command>,
@@ -151,14 +154,14 @@ impl SubCore {
     /// Hands a tracked delivery back to the subscription (`nack(true)`).
     pub(crate) fn requeue(&self, message: KafkaMessage) {
         lock(&self.requeued).push_back(message);
-        self.wake.notify_one();
+        self.wake.wake();
     }
 
     /// Sends `command` to the pump.
     pub(crate) fn command(&self, command: Command) -> Result<(), KafkaError> {
-        self.commands
-            .send(command)
-            .map_err(|_| KafkaError::Consume(KafkaError::text("the subscription's consumer has stopped")))
+        self.commands.send(command).map_err(|_| {
+            KafkaError::Consume(KafkaError::text("the subscription's consumer has stopped"))
+        })
     }
 
     fn partition(&self, tp: &TopicPartition) -> Arc<Partition> {
@@ -203,7 +206,8 @@ impl SubCore {
 
     /// Resumes fetching after the stream drained a throttled queue.
     fn unthrottle(&self, queue: &mut Queue) {
-        if queue.throttled && queue.bytes <= self.limits.0 / 2 && queue.records <= self.limits.1 / 2 {
+        if queue.throttled && queue.bytes <= self.limits.0 / 2 && queue.records <= self.limits.1 / 2
+        {
             queue.throttled = false;
             self.consumer.resume(&self.consumer.assignment());
         }
@@ -262,20 +266,20 @@ impl KafkaSubscriber {
             .map_err(|e| KafkaError::Subscribe(Box::new(e)))?
     }
 
-    /// The next delivery; waits for one. Cancel-safe: nothing is taken before it is returned.
-    async fn next_item(&mut self) -> Result<KafkaMessage, KafkaError> {
+    /// The next delivery, or `Pending` (with the task registered to be woken). Nothing is
+    /// taken unless it is returned, so dropping a poll loses nothing.
+    fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Result<KafkaMessage, KafkaError>> {
         if let Some(err) = self.pending_error.take() {
-            return Err(err);
+            return Poll::Ready(Err(err));
         }
-        let core = Arc::clone(&self.core);
-        loop {
-            let notified = core.wake.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if let Some(item) = self.take_ready() {
-                return item;
-            }
-            notified.await;
+        if let Some(item) = self.take_ready() {
+            return Poll::Ready(item);
+        }
+        self.core.wake.register(cx.waker());
+        // Whatever arrived between the first look and the registration.
+        match self.take_ready() {
+            Some(item) => Poll::Ready(item),
+            None => Poll::Pending,
         }
     }
 
@@ -344,24 +348,6 @@ impl KafkaSubscriber {
         }
         KafkaMessage::new(Arc::clone(&self.core), part, generation, record)
     }
-
-    /// Takes up to `size` deliveries: one awaited, then what is ready.
-    async fn next_batch(&mut self, size: NonZeroUsize) -> Result<Vec<KafkaMessage>, KafkaError> {
-        let first = self.next_item().await?;
-        let mut batch = Vec::with_capacity(size.get().min(64));
-        batch.push(first);
-        while batch.len() < size.get() {
-            match self.take_ready() {
-                Some(Ok(message)) => batch.push(message),
-                Some(Err(err)) => {
-                    self.pending_error = Some(err);
-                    break;
-                }
-                None => break,
-            }
-        }
-        Ok(batch)
-    }
 }
 
 impl Subscriber for KafkaSubscriber {
@@ -370,10 +356,53 @@ impl Subscriber for KafkaSubscriber {
 
     /// The deliveries, endlessly. Cancel-safe; calling it again loses nothing.
     fn stream(&mut self) -> impl Stream<Item = Result<KafkaMessage, KafkaError>> + Send + '_ {
-        futures::stream::unfold(self, |subscriber| async move {
-            let item = subscriber.next_item().await;
-            Some((item, subscriber))
-        })
+        KafkaStream { subscriber: self }
+    }
+}
+
+/// The stream of a [`KafkaSubscriber`]; `Unpin`, so `stream.next()` needs no pinning.
+struct KafkaStream<'a> {
+    subscriber: &'a mut KafkaSubscriber,
+}
+
+impl Stream for KafkaStream<'_> {
+    type Item = Result<KafkaMessage, KafkaError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().subscriber.poll_item(cx).map(Some)
+    }
+}
+
+/// The batch stream of a [`KafkaSubscriber`].
+struct KafkaBatches<'a> {
+    subscriber: &'a mut KafkaSubscriber,
+    size: NonZeroUsize,
+}
+
+impl Stream for KafkaBatches<'_> {
+    type Item = Result<Vec<KafkaMessage>, KafkaError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let subscriber = &mut *this.subscriber;
+        let first = match subscriber.poll_item(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Err(err)) => return Poll::Ready(Some(Err(err))),
+            Poll::Ready(Ok(first)) => first,
+        };
+        let mut batch = Vec::with_capacity(this.size.get().min(64));
+        batch.push(first);
+        while batch.len() < this.size.get() {
+            match subscriber.take_ready() {
+                Some(Ok(message)) => batch.push(message),
+                Some(Err(err)) => {
+                    subscriber.pending_error = Some(err);
+                    break;
+                }
+                None => break,
+            }
+        }
+        Poll::Ready(Some(Ok(batch)))
     }
 }
 
@@ -386,10 +415,10 @@ impl BatchSubscriber for KafkaSubscriber {
         &mut self,
         size: NonZeroUsize,
     ) -> impl Stream<Item = Result<Vec<KafkaMessage>, KafkaError>> + Send + '_ {
-        futures::stream::unfold(self, move |subscriber| async move {
-            let batch = subscriber.next_batch(size).await;
-            Some((batch, subscriber))
-        })
+        KafkaBatches {
+            subscriber: self,
+            size,
+        }
     }
 }
 
@@ -449,7 +478,7 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         consumer: consumer.handle(),
         parts: Mutex::new(HashMap::new()),
         queue: Mutex::new(Queue::default()),
-        wake: Notify::new(),
+        wake: AtomicWaker::new(),
         requeued: Mutex::new(VecDeque::new()),
         commands,
         closing,
@@ -465,14 +494,23 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
             let existing = client.topic(topic).await.ok().map(|t| t.partitions.len());
             let assignment: Vec<(TopicPartition, StartAt)> = partitions
                 .iter()
-                .filter(|p| existing.is_none_or(|count| usize::try_from(**p).is_ok_and(|p| p < count)))
+                .filter(|p| {
+                    existing.is_none_or(|count| usize::try_from(**p).is_ok_and(|p| p < count))
+                })
                 .map(|p| (TopicPartition::new(topic, *p), start))
                 .collect();
             for (tp, _) in &assignment {
                 core.partition(tp).reposition();
             }
-            consumer.assign(&assignment).map_err(KafkaError::subscribe)?;
-            tokio::spawn(pump(consumer, Arc::downgrade(&core), command_rx, closing_rx));
+            consumer
+                .assign(&assignment)
+                .map_err(KafkaError::subscribe)?;
+            tokio::spawn(pump(
+                consumer,
+                Arc::downgrade(&core),
+                command_rx,
+                closing_rx,
+            ));
             wait_for_positions(&core, &plan).await?;
         }
         Target::Group { topics, patterns } => {
@@ -481,8 +519,15 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
             } else {
                 Subscription::Pattern(combined_pattern(topics, patterns))
             };
-            consumer.subscribe(subscription).map_err(KafkaError::subscribe)?;
-            tokio::spawn(pump(consumer, Arc::downgrade(&core), command_rx, closing_rx));
+            consumer
+                .subscribe(subscription)
+                .map_err(KafkaError::subscribe)?;
+            tokio::spawn(pump(
+                consumer,
+                Arc::downgrade(&core),
+                command_rx,
+                closing_rx,
+            ));
             let nothing_to_wait_for = patterns.is_empty() && none_exists(&client, topics).await;
             if !nothing_to_wait_for {
                 wait_for_assignment(&core, &plan).await?;
@@ -651,7 +696,7 @@ async fn on_event(
                 *unknown_topic = false;
                 tracing::debug!(subscription = %core.name, "the subscribed topic is readable again");
             }
-            core.wake.notify_one();
+            core.wake.wake();
         }
         ConsumerEvent::Assigned(tps) => {
             core.reposition(&tps);
@@ -669,7 +714,7 @@ async fn on_event(
                     other => other,
                 };
                 lock(&core.queue).items.push_back(Item::Error(err));
-                core.wake.notify_one();
+                core.wake.wake();
             }
         }
         ConsumerEvent::Revoked(revocation) => {
@@ -695,7 +740,7 @@ async fn on_event(
             }
             queue.items.push_back(Item::Error(KafkaError::consume(err)));
             drop(queue);
-            core.wake.notify_one();
+            core.wake.wake();
         }
     }
 }
@@ -716,8 +761,14 @@ async fn seek(
 async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaError> {
     let assigned = core.consumer.assignment();
     let targets: Vec<(TopicPartition, StartAt)> = match to {
-        KafkaPosition::Earliest => assigned.iter().map(|tp| (tp.clone(), StartAt::Earliest)).collect(),
-        KafkaPosition::Latest => assigned.iter().map(|tp| (tp.clone(), StartAt::Latest)).collect(),
+        KafkaPosition::Earliest => assigned
+            .iter()
+            .map(|tp| (tp.clone(), StartAt::Earliest))
+            .collect(),
+        KafkaPosition::Latest => assigned
+            .iter()
+            .map(|tp| (tp.clone(), StartAt::Latest))
+            .collect(),
         KafkaPosition::Timestamp(t) => assigned
             .iter()
             .map(|tp| (tp.clone(), StartAt::Timestamp(*t)))
@@ -728,7 +779,9 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
             offset,
         } => assigned
             .iter()
-            .filter(|tp| tp.partition == *partition && topic.as_deref().is_none_or(|t| *t == *tp.topic))
+            .filter(|tp| {
+                tp.partition == *partition && topic.as_deref().is_none_or(|t| *t == *tp.topic)
+            })
             .map(|tp| (tp.clone(), StartAt::Offset(*offset)))
             .collect(),
     };
@@ -760,6 +813,6 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
             }
         }
     }
-    core.wake.notify_one();
+    core.wake.wake();
     Ok(())
 }

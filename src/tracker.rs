@@ -77,7 +77,11 @@ impl Watermark {
             return None;
         }
         entry.1 = true;
-        while self.outstanding.front().is_some_and(|(_, settled)| *settled) {
+        while self
+            .outstanding
+            .front()
+            .is_some_and(|(_, settled)| *settled)
+        {
             self.outstanding.pop_front();
         }
         let candidate = match self.outstanding.front() {
@@ -127,7 +131,11 @@ mod tests {
     #[test]
     fn only_the_contiguous_prefix_is_stored() {
         let (mut w, g) = delivered(&[3, 4, 5]);
-        assert_eq!(w.settle(g, 4), Some(2), "4 settled, 3 still out: 2 is stored");
+        assert_eq!(
+            w.settle(g, 4),
+            Some(2),
+            "4 settled, 3 still out: 2 is stored"
+        );
         assert_eq!(w.settle(g, 5), None, "3 still blocks");
         assert_eq!(w.settle(g, 3), Some(5));
         assert_eq!(w.stored(), Some(5));

@@ -161,9 +161,7 @@ impl SubscriptionSource<ConnectedKafkaBroker> for KafkaPartitions {
             topic: self.topic.clone(),
             partitions,
         };
-        let plan = self
-            .settings
-            .plan(connected.state(), &self.topic, target)?;
+        let plan = self.settings.plan(connected.state(), &self.topic, target)?;
         KafkaSubscriber::open(connected.shared_state(), plan).await
     }
 }

@@ -202,7 +202,9 @@ impl SubscriptionSource<ConnectedKafkaBroker> for KafkaTopics {
         connected: &ConnectedKafkaBroker,
     ) -> Result<KafkaSubscriber, KafkaError> {
         let target = self.target()?;
-        let plan = self.settings.plan(connected.state(), &self.joined, target)?;
+        let plan = self
+            .settings
+            .plan(connected.state(), &self.joined, target)?;
         KafkaSubscriber::open(connected.shared_state(), plan).await
     }
 }

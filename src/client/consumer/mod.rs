@@ -346,7 +346,6 @@ impl Consumer {
             wake.await;
         }
     }
-
 }
 
 impl ConsumerHandle {
@@ -492,7 +491,6 @@ impl ConsumerHandle {
             .as_ref()
             .ok_or_else(|| Error::Config("committing needs a `group.id`".into()))
     }
-
 }
 
 impl Consumer {

@@ -290,7 +290,11 @@ impl Shared {
             return Err(e);
         }
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
-        let size = message_size(record.key.as_deref(), record.value.as_deref(), &record.headers);
+        let size = message_size(
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &record.headers,
+        );
         if size > self.config.message_max_bytes {
             return Err(Error::InvalidRecord(format!(
                 "Message size too large: a record of {size} bytes is over message.max.bytes = {}",
