@@ -10,6 +10,8 @@
 //! ([`properties`]).
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "asyncapi")]
+mod bindings;
 mod broker;
 pub mod client;
 pub mod context;

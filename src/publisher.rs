@@ -93,6 +93,11 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaPublish {
     ) -> impl Future<Output = Result<KafkaPublisher, PairError>> + Send {
         std::future::ready(Ok(connected.publisher(self)))
     }
+
+    #[cfg(feature = "asyncapi")]
+    fn channel_bindings(&self, channel: &str) -> ruststream::asyncapi::Bindings {
+        crate::bindings::channel(channel)
+    }
 }
 
 impl DefaultPublish for ConnectedKafkaBroker {

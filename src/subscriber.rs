@@ -459,6 +459,9 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
     let auto_store = config.enable_auto_offset_store;
     // The subscription stores offsets itself: at hand-over (Auto) or on settle (Tracked).
     config.enable_auto_offset_store = false;
+    // A partition handed back before anything was read resumes where this member started,
+    // not at a reset that moved on (B8, G4); the exactly-once pipeline commits by itself.
+    config.store_reset_positions = !matches!(plan.commit, Commit::Transactional(_));
     let limits = (
         (config.queued_max_bytes / 2).max(1 << 20),
         config.queued_min_messages.max(1000),

@@ -142,6 +142,16 @@ impl SubscriptionSource<ConnectedKafkaBroker> for KafkaPartitions {
     type Subscriber = KafkaSubscriber;
     type Copies = NamedCopies;
 
+    #[cfg(feature = "asyncapi")]
+    fn channel_bindings(&self) -> ruststream::asyncapi::Bindings {
+        crate::bindings::channel(&self.topic)
+    }
+
+    #[cfg(feature = "asyncapi")]
+    fn operation_bindings(&self) -> ruststream::asyncapi::Bindings {
+        crate::bindings::operation(self.settings.group.as_deref(), self.settings.config.iter())
+    }
+
     fn name(&self) -> &str {
         &self.topic
     }

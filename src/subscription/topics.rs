@@ -193,6 +193,11 @@ impl SubscriptionSource<ConnectedKafkaBroker> for KafkaTopics {
     type Subscriber = KafkaSubscriber;
     type Copies = NamedCopies;
 
+    #[cfg(feature = "asyncapi")]
+    fn operation_bindings(&self) -> ruststream::asyncapi::Bindings {
+        crate::bindings::operation(self.settings.group.as_deref(), self.settings.config.iter())
+    }
+
     fn name(&self) -> &str {
         &self.joined
     }

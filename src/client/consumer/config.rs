@@ -57,6 +57,12 @@ pub struct ConsumerConfig {
     /// next commit. When false, only [`Consumer::store_offset`](super::Consumer::store_offset)
     /// stores offsets.
     pub enable_auto_offset_store: bool,
+    /// Not a librdkafka property: when a partition of the group has no committed offset and
+    /// starts at `auto.offset.reset`, store that start as its offset, so the next commit (on
+    /// revoke or close) records where reading began. A partition handed back before anything
+    /// was read then resumes there, not at a reset that moved on (with `latest`, records
+    /// published in between would be skipped). Off by default.
+    pub store_reset_positions: bool,
     /// `isolation.level`.
     pub isolation: IsolationLevel,
     /// `fetch.min.bytes`.
@@ -94,6 +100,7 @@ impl Default for ConsumerConfig {
             enable_auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
             enable_auto_offset_store: true,
+            store_reset_positions: false,
             isolation: IsolationLevel::ReadCommitted,
             fetch_min_bytes: 1,
             fetch_max_bytes: 52_428_800,

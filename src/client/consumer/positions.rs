@@ -123,8 +123,15 @@ pub(crate) async fn resolve(shared: Arc<Shared>, pending: Vec<(TopicPartition, u
             Some(_) => StartAt::Reset,
             None => start,
         };
+        let store = start == StartAt::Reset && shared.config.store_reset_positions;
         match from_log(&shared, &tp, start).await {
-            Ok(offset) => shared.lock().resolved(&tp, generation, offset),
+            Ok(offset) => {
+                let mut state = shared.lock();
+                state.resolved(&tp, generation, offset);
+                if store {
+                    state.store_start(&tp, generation, offset);
+                }
+            }
             Err(e) if e.code() == Some(ResponseError::OffsetOutOfRange) => {
                 shared.lock().report(e);
                 shared.poll_wake.notify_one();

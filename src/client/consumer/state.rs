@@ -167,6 +167,17 @@ impl State {
         }
     }
 
+    /// Stores `offset` (a start just resolved) for the next commit, unless something was
+    /// stored since.
+    pub(crate) fn store_start(&mut self, tp: &TopicPartition, generation: u64, offset: i64) {
+        if let Some(part) = self.parts.get_mut(tp)
+            && part.generation == generation
+            && part.stored.is_none()
+        {
+            part.stored = Some((offset, part.leader_epoch));
+        }
+    }
+
     /// Queues fetched data for `tp` if it is still wanted.
     pub(crate) fn push(&mut self, tp: &TopicPartition, chunk: Chunk) {
         let Some(part) = self.parts.get_mut(tp) else {

@@ -1,0 +1,93 @@
+//! The quickstart service without macros: the handler is a type implementing `Handle`, the
+//! subscription is mounted with `subscriber(..)`, and `main` runs the command line by hand.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_quickstart -- run
+//! cargo test --example manual_kafka_quickstart
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// Places an order.
+struct Place;
+
+impl Handle<Order> for Place {
+    fn handle(
+        &self,
+        order: &Order,
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<(), HandlerOutcome>> {
+        tracing::info!(order.id, "order placed");
+        println!("order {} placed", order.id);
+        ready(Ok(()))
+    }
+}
+
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("orders", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]).default_group("orders-svc"),
+        |b| {
+            b.include(subscriber("orders", Place).build());
+        },
+    )
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+struct Order {
+    id: u64,
+}
+
+impl OutgoingDestination for Order {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "orders";
+}
+
+impl MessageHeaders for Order {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::{Order, app};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_order_on_the_topic_is_placed() -> Result<(), Box<dyn Error>> {
+        super::live::ensure_topic("orders", 1).await?;
+
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(60)).await?;
+        tb.broker::<KafkaBroker>()
+            .message(&Order { id: 8 })
+            .publish()
+            .await?;
+        tb.broker::<KafkaBroker>()
+            .subscriber("orders")
+            .assert_called_once()
+            .with(&Order { id: 8 })
+            .settled(HandlerOutcome::ack());
+        tb.shutdown().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,89 @@
+//! AsyncAPI `kafka` bindings (feature `asyncapi`): what the generated document says about
+//! topics, consumer groups and client ids. Computed from descriptors and policies alone (the
+//! document is built before connecting), never from credentials.
+
+use ruststream::asyncapi::{Binding, Bindings};
+use serde::Serialize;
+
+/// The version of the AsyncAPI Kafka bindings written.
+const BINDING_VERSION: &str = "0.5.0";
+
+/// A binding, or none when it cannot be built (a binding never fails the document).
+fn kafka<T: Serialize>(body: &T) -> Bindings {
+    Binding::new("kafka", BINDING_VERSION, body)
+        .map_or_else(|_| Bindings::new(), |b| Bindings::new().with(b))
+}
+
+/// A JSON schema admitting exactly one string.
+#[derive(Serialize)]
+struct OneValue<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(rename = "enum")]
+    values: [&'a str; 1],
+}
+
+impl<'a> OneValue<'a> {
+    fn new(value: &'a str) -> Self {
+        Self {
+            kind: "string",
+            values: [value],
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Channel<'a> {
+    topic: &'a str,
+}
+
+#[derive(Serialize)]
+struct Operation<'a> {
+    #[serde(rename = "groupId", skip_serializing_if = "Option::is_none")]
+    group_id: Option<OneValue<'a>>,
+    #[serde(rename = "clientId", skip_serializing_if = "Option::is_none")]
+    client_id: Option<OneValue<'a>>,
+}
+
+/// The channel binding of one topic.
+pub(crate) fn channel(topic: &str) -> Bindings {
+    kafka(&Channel { topic })
+}
+
+/// The operation binding of a subscription: its own group and the last `client.id` of its
+/// passthrough (the broker's defaults are not the descriptor's to describe).
+pub(crate) fn operation<'a>(
+    group: Option<&'a str>,
+    config: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Bindings {
+    let client_id = config
+        .filter(|(k, _)| *k == "client.id")
+        .last()
+        .map(|(_, v)| v);
+    if group.is_none() && client_id.is_none() {
+        return Bindings::new();
+    }
+    kafka(&Operation {
+        group_id: group.map(OneValue::new),
+        client_id: client_id.map(OneValue::new),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{channel, operation};
+
+    #[test]
+    fn bindings_carry_topic_group_and_the_last_client_id() {
+        let json = serde_json::to_string(&channel("orders")).expect("serializes");
+        assert!(json.contains("orders") && json.contains("0.5.0"), "{json}");
+        let config = [("client.id", "first"), ("client.id", "last")];
+        let json =
+            serde_json::to_string(&operation(Some("svc"), config.into_iter())).expect("serializes");
+        assert!(
+            json.contains("last") && !json.contains("first") && json.contains("svc"),
+            "{json}"
+        );
+        assert!(operation(None, std::iter::empty()).is_empty());
+    }
+}
