@@ -5,7 +5,7 @@
 
 mod live;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use ruststream::{
@@ -40,21 +40,11 @@ async fn produce(records: Vec<ProducerRecord>) {
     client.close();
 }
 
-fn now_millis() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("after the epoch")
-            .as_millis(),
-    )
-    .expect("fits")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delivery_shows_the_wire_record() {
     live::logs();
     let topic = live::topic("carries", 3).await;
-    let before = now_millis();
+    let before = live::now_millis();
     produce(vec![
         ProducerRecord {
             topic: topic.clone(),
@@ -100,7 +90,7 @@ async fn a_delivery_shows_the_wire_record() {
     );
     let stamp = first.timestamp_millis().expect("a timestamp");
     assert!(
-        stamp >= before - 1_000 && stamp <= now_millis() + 1_000,
+        stamp >= before - 1_000 && stamp <= live::now_millis() + 1_000,
         "{stamp}"
     );
     let headers = first.headers();

@@ -10,23 +10,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use ruststream::{IncomingMessage, Subscribe, Subscriber, SubscriptionSource};
 use ruststream_kafka::client::Admin;
-use ruststream_kafka::{
-    Assignment, Commit, ConnectedKafkaBroker, KafkaError, KafkaPublish, KafkaSubscriber,
-    KafkaTopic, StartOffset,
-};
+use ruststream_kafka::{Assignment, KafkaError, KafkaPublish, KafkaSubscriber};
 
-fn source(topic: &str, group: &str) -> KafkaTopic {
-    live::quick(
-        KafkaTopic::new(topic)
-            .group(group)
-            .start(StartOffset::Earliest)
-            .commit(Commit::Tracked),
-    )
-}
-
-async fn open(connected: &ConnectedKafkaBroker, source: KafkaTopic) -> KafkaSubscriber {
-    source.subscribe(connected).await.expect("subscribe")
-}
+use live::{open, tracked as source};
 
 /// Reads everything `subscribers` get until `total` deliveries arrived, acking each; returns
 /// the payloads per subscriber.

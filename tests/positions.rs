@@ -2,26 +2,14 @@
 
 mod live;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use ruststream::{ConnectedBroker, Seekable, Seeker, StartAt, Subscriber, SubscriptionSource};
+use ruststream::{ConnectedBroker, Seekable, Seeker, StartAt, Subscriber};
 use ruststream_kafka::{
-    Commit, ConnectedKafkaBroker, KafkaError, KafkaPosition, KafkaPublish, KafkaSubscriber,
-    KafkaTopic, StartOffset,
+    ConnectedKafkaBroker, KafkaError, KafkaPosition, KafkaPublish, KafkaSubscriber, StartOffset,
 };
 
-fn source(topic: &str, group: &str) -> KafkaTopic {
-    live::quick(
-        KafkaTopic::new(topic)
-            .group(group)
-            .start(StartOffset::Earliest)
-            .commit(Commit::Tracked),
-    )
-}
-
-async fn open(connected: &ConnectedKafkaBroker, source: KafkaTopic) -> KafkaSubscriber {
-    source.subscribe(connected).await.expect("subscribe")
-}
+use live::{open, tracked as source};
 
 /// Publishes `payloads` to `topic` in order.
 async fn fill(connected: &ConnectedKafkaBroker, topic: &str, payloads: &[&str]) {
@@ -39,16 +27,6 @@ async fn read(subscriber: &mut KafkaSubscriber, n: usize) -> Vec<String> {
         .into_iter()
         .map(|p| String::from_utf8(p).expect("utf-8"))
         .collect()
-}
-
-fn now_millis() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .expect("after the epoch")
-            .as_millis(),
-    )
-    .expect("fits")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,7 +115,7 @@ async fn a_timestamp_past_the_log_starts_at_the_end() {
     let mut subscriber = connected
         .subscribe_with(StartAt::new(
             source(&topic, &live::unique("future")),
-            KafkaPosition::timestamp(now_millis() + 3_600_000),
+            KafkaPosition::timestamp(live::now_millis() + 3_600_000),
         ))
         .await
         .expect("start_at(timestamp in an hour)");
@@ -155,7 +133,7 @@ async fn every_position_reaches_every_assigned_partition() {
         live::send_to(&publisher, &topic, p, payload.as_bytes()).await;
     }
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let middle = now_millis();
+    let middle = live::now_millis();
     tokio::time::sleep(Duration::from_millis(50)).await;
     for (p, payload) in [(0, "a2"), (1, "b2")] {
         live::send_to(&publisher, &topic, p, payload.as_bytes()).await;

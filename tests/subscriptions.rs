@@ -15,18 +15,7 @@ use ruststream_kafka::{
     KafkaSubscriber, KafkaTopic, KafkaTopics, StartOffset,
 };
 
-fn source(topic: &str, group: &str) -> KafkaTopic {
-    live::quick(
-        KafkaTopic::new(topic)
-            .group(group)
-            .start(StartOffset::Earliest)
-            .commit(Commit::Tracked),
-    )
-}
-
-async fn open(connected: &ConnectedKafkaBroker, source: KafkaTopic) -> KafkaSubscriber {
-    source.subscribe(connected).await.expect("subscribe")
-}
+use live::{open, tracked as source};
 
 /// A broker with no default group.
 async fn groupless() -> ConnectedKafkaBroker {

@@ -7,14 +7,16 @@
 
 use std::collections::HashSet;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::{Stream, StreamExt};
-use ruststream::{Broker, HeaderMap, IncomingMessage, OutgoingMessage, Publisher};
+use ruststream::{
+    Broker, HeaderMap, IncomingMessage, OutgoingMessage, Publisher, SubscriptionSource,
+};
 use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic};
 use ruststream_kafka::{
-    ConnectedKafkaBroker, KafkaBroker, KafkaError, KafkaMessage, KafkaOptions, KafkaPublisher,
-    KafkaTopic,
+    Commit, ConnectedKafkaBroker, KafkaBroker, KafkaError, KafkaMessage, KafkaOptions,
+    KafkaPublisher, KafkaSubscriber, KafkaTopic, StartOffset,
 };
 
 /// How long a test waits for a delivery it expects.
@@ -116,6 +118,33 @@ pub fn quick(topic: KafkaTopic) -> KafkaTopic {
     topic
         .config("session.timeout.ms", "6000")
         .config("heartbeat.interval.ms", "300")
+}
+
+/// The descriptor most tests read with: `group`, from the start, tracked commits, quick
+/// rebalances.
+pub fn tracked(topic: &str, group: &str) -> KafkaTopic {
+    quick(
+        KafkaTopic::new(topic)
+            .group(group)
+            .start(StartOffset::Earliest)
+            .commit(Commit::Tracked),
+    )
+}
+
+/// Opens `source`.
+pub async fn open(connected: &ConnectedKafkaBroker, source: KafkaTopic) -> KafkaSubscriber {
+    source.subscribe(connected).await.expect("subscribe")
+}
+
+/// Now, in ms since the epoch.
+pub fn now_millis() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_millis(),
+    )
+    .expect("fits")
 }
 
 /// Publishes `payload` to `topic`.
