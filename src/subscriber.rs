@@ -233,7 +233,7 @@ impl fmt::Debug for KafkaSubscriber {
         f.debug_struct("KafkaSubscriber")
             .field("topic", &self.core.name)
             .field("commit", &self.core.commit)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -290,12 +290,12 @@ impl KafkaSubscriber {
                 return Some(Ok(message));
             }
             if let Some(current) = &mut self.current {
-                if current.part.is_current(current.generation) {
-                    if let Some(record) = current.records.next() {
-                        let part = Arc::clone(&current.part);
-                        let generation = current.generation;
-                        return Some(Ok(self.hand_over(part, generation, record)));
-                    }
+                if current.part.is_current(current.generation)
+                    && let Some(record) = current.records.next()
+                {
+                    let part = Arc::clone(&current.part);
+                    let generation = current.generation;
+                    return Some(Ok(self.hand_over(part, generation, record)));
                 }
                 self.current = None;
             }
@@ -446,6 +446,20 @@ fn is_fatal_join_error(err: &ClientError) -> bool {
     ) || err.to_string().contains("INCONSISTENT_GROUP_PROTOCOL")
 }
 
+/// The refusal a fatal join error stands for, in the words librdkafka uses for it, so the
+/// subscribe error names it whatever the client's own text says (B10a: a protocol mismatch
+/// must say `protocol`).
+fn join_refusal(err: &ClientError) -> Option<&'static str> {
+    match err.code()? {
+        ResponseError::InconsistentGroupProtocol => Some("inconsistent group protocol"),
+        ResponseError::InvalidGroupId => Some("invalid group id"),
+        ResponseError::GroupAuthorizationFailed => Some("group authorization failed"),
+        ResponseError::TopicAuthorizationFailed => Some("topic authorization failed"),
+        ResponseError::GroupMaxSizeReached => Some("group max size reached"),
+        _ => None,
+    }
+}
+
 fn is_unknown_topic(err: &ClientError) -> bool {
     matches!(
         err.code(),
@@ -560,7 +574,7 @@ async fn none_exists(client: &Client, topics: &[String]) -> bool {
     if client.refresh_metadata(&names).await.is_err() {
         return false;
     }
-    client.with_metadata(|m| topics.iter().all(|t| m.topics.get(t.as_str()).is_none()))
+    client.with_metadata(|m| topics.iter().all(|t| !m.topics.contains_key(t.as_str())))
 }
 
 const WAIT_STEP: Duration = Duration::from_millis(10);
@@ -739,7 +753,10 @@ async fn on_event(
             let mut queue = lock(&core.queue);
             queue.last_error = Some(err.to_string());
             if is_fatal_join_error(&err) && !core.consumer.has_assignment() {
-                queue.fatal = Some(err.to_string());
+                queue.fatal = Some(match join_refusal(&err) {
+                    Some(refusal) => format!("{refusal}: {err}"),
+                    None => err.to_string(),
+                });
             }
             queue.items.push_back(Item::Error(KafkaError::consume(err)));
             drop(queue);
@@ -810,10 +827,10 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
             .await
             .map_err(KafkaError::consume)?;
         // The next commit carries the new position, never one past records the seek replays.
-        if core.commit != Commit::Auto || core.auto_store {
-            if let Some(position) = core.consumer.position(&tp) {
-                let _ = core.consumer.store_offset(&tp, position);
-            }
+        if (core.commit != Commit::Auto || core.auto_store)
+            && let Some(position) = core.consumer.position(&tp)
+        {
+            let _ = core.consumer.store_offset(&tp, position);
         }
     }
     core.wake.wake();

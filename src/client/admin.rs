@@ -6,10 +6,12 @@ use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableT
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, DeleteTopicsRequest, ListOffsetsRequest, TopicName,
+    BrokerId, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest, GroupId,
+    ListOffsetsRequest, TopicName,
 };
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 
+use crate::client::coordinator::CoordinatorKind;
 use crate::client::error::{Error, Result};
 use crate::client::reader::IsolationLevel;
 use crate::client::{Client, Metadata};
@@ -17,6 +19,21 @@ use crate::client::{Client, Metadata};
 const CREATE_TOPICS_VERSIONS: VersionRange = VersionRange { min: 2, max: 7 };
 const DELETE_TOPICS_VERSIONS: VersionRange = VersionRange { min: 1, max: 6 };
 const LIST_OFFSETS_VERSIONS: VersionRange = VersionRange { min: 1, max: 8 };
+const DESCRIBE_GROUPS_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
+
+/// What the group coordinator says of a classic consumer group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDescription {
+    /// `Empty`, `PreparingRebalance`, `CompletingRebalance`, `Stable` or `Dead`.
+    pub state: String,
+    /// The protocol type (`consumer` for consumer groups).
+    pub protocol_type: String,
+    /// The assignment strategy the group settled on (`range`, `roundrobin`, ...); empty
+    /// unless the group is stable.
+    pub protocol: String,
+    /// The member ids.
+    pub members: Vec<String>,
+}
 
 /// A topic to create.
 #[derive(Debug, Clone)]
@@ -237,6 +254,37 @@ impl Admin {
             format!("listing offsets of {topic}-{partition}")
         })?;
         Ok((p.offset, p.timestamp))
+    }
+
+    /// Describes a classic consumer group, asking its coordinator.
+    pub async fn describe_group(&self, group: &str) -> Result<GroupDescription> {
+        let node = self
+            .client
+            .coordinator(CoordinatorKind::Group, group)
+            .await?;
+        let response = self
+            .client
+            .send_to(node, DESCRIBE_GROUPS_VERSIONS, |_| {
+                DescribeGroupsRequest::default()
+                    .with_groups(vec![GroupId(StrBytes::from_string(group.to_owned()))])
+            })
+            .await?;
+        let described = response
+            .groups
+            .iter()
+            .find(|g| g.group_id.0.as_str() == group)
+            .ok_or_else(|| Error::protocol("DescribeGroups response lacks the group asked for"))?;
+        Error::check(described.error_code, || format!("describing group {group}"))?;
+        Ok(GroupDescription {
+            state: described.group_state.as_str().to_owned(),
+            protocol_type: described.protocol_type.as_str().to_owned(),
+            protocol: described.protocol_data.as_str().to_owned(),
+            members: described
+                .members
+                .iter()
+                .map(|m| m.member_id.as_str().to_owned())
+                .collect(),
+        })
     }
 
     /// The cluster's brokers, controller and id, fresh from a broker.

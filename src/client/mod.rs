@@ -22,7 +22,7 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{MetadataRequest, TopicName};
 use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
-pub use admin::{Admin, NewTopic, OffsetSpec};
+pub use admin::{Admin, GroupDescription, NewTopic, OffsetSpec};
 pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub use consumer::{

@@ -1,12 +1,29 @@
-//! Shared support for the adapter's live tests: the cluster under test, fresh names, topics.
+//! Shared support for the adapter's live tests: the cluster under test, fresh names, topics,
+//! and small stream helpers.
 //!
 //! The cluster is `KAFKA_TEST_URL` (what `scripts/kafka env` prints; `127.0.0.1:9092` when
 //! unset). There is no skipping: a test that finds no broker fails.
-#![allow(dead_code, clippy::missing_panics_doc)]
+#![allow(dead_code, clippy::missing_panics_doc, unreachable_pub)]
 
-use std::time::Duration;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures::{Stream, StreamExt};
+use ruststream::{
+    Broker, HeaderMap, IncomingMessage, OutgoingMessage, Publisher, SubscriptionSource,
+};
 use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic};
+use ruststream_kafka::{
+    Commit, ConnectedKafkaBroker, KafkaBroker, KafkaError, KafkaMessage, KafkaOptions,
+    KafkaPublisher, KafkaSubscriber, KafkaTopic, StartOffset,
+};
+
+/// How long a test waits for a delivery it expects.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// How long a test watches for a delivery it does not expect.
+pub const QUIET: Duration = Duration::from_secs(2);
 
 /// The bootstrap servers of the cluster under test.
 pub fn url() -> String {
@@ -51,6 +68,30 @@ pub async fn create_topic(topic: &str, partitions: i32) {
     client.close();
 }
 
+/// A fresh topic with `partitions` partitions, created and led.
+pub async fn topic(prefix: &str, partitions: i32) -> String {
+    let name = unique(prefix);
+    create_topic(&name, partitions).await;
+    name
+}
+
+/// Creates `topic` once per process from synchronous code (a conformance source factory), on
+/// the multi-threaded test runtime.
+pub fn ensure_topic(topic: &str, partitions: i32) {
+    static CREATED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    {
+        let mut created = CREATED.lock().unwrap();
+        if !created
+            .get_or_insert_with(HashSet::new)
+            .insert(topic.to_owned())
+        {
+            return;
+        }
+    }
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::block_in_place(|| handle.block_on(create_topic(topic, partitions)));
+}
+
 /// Logs to the test output when `RUST_LOG` is set.
 pub fn logs() {
     if std::env::var_os("RUST_LOG").is_some() {
@@ -59,4 +100,143 @@ pub fn logs() {
             .with_test_writer()
             .try_init();
     }
+}
+
+/// The broker under test, with a fresh default group.
+pub fn broker() -> KafkaBroker {
+    KafkaBroker::new([url()]).default_group(unique("default"))
+}
+
+/// Connects a broker.
+pub async fn connect(broker: KafkaBroker) -> ConnectedKafkaBroker {
+    broker.connect().await.expect("connect")
+}
+
+/// Group settings that keep rebalances short: a member that stops heartbeating is gone after
+/// 6 s (the cluster's minimum), and members learn of a rebalance within half a second.
+pub fn quick(topic: KafkaTopic) -> KafkaTopic {
+    topic
+        .config("session.timeout.ms", "6000")
+        .config("heartbeat.interval.ms", "300")
+}
+
+/// The descriptor most tests read with: `group`, from the start, tracked commits, quick
+/// rebalances.
+pub fn tracked(topic: &str, group: &str) -> KafkaTopic {
+    quick(
+        KafkaTopic::new(topic)
+            .group(group)
+            .start(StartOffset::Earliest)
+            .commit(Commit::Tracked),
+    )
+}
+
+/// Opens `source`.
+pub async fn open(connected: &ConnectedKafkaBroker, source: KafkaTopic) -> KafkaSubscriber {
+    source.subscribe(connected).await.expect("subscribe")
+}
+
+/// Now, in ms since the epoch.
+pub fn now_millis() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after the epoch")
+            .as_millis(),
+    )
+    .expect("fits")
+}
+
+/// Publishes `payload` to `topic`.
+pub async fn send(publisher: &KafkaPublisher, topic: &str, payload: &[u8]) {
+    publisher
+        .publish(OutgoingMessage::new(topic, payload), None)
+        .await
+        .unwrap_or_else(|e| panic!("publishing to {topic}: {e}"));
+}
+
+/// Publishes `payload` to `partition` of `topic`.
+pub async fn send_to(publisher: &KafkaPublisher, topic: &str, partition: i32, payload: &[u8]) {
+    publisher
+        .publish(
+            OutgoingMessage::new(topic, payload),
+            Some(&KafkaOptions::default().partition(partition)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("publishing to {topic}[{partition}]: {e}"));
+}
+
+/// Publishes `payload` to `topic` under record key `key`.
+pub async fn send_keyed(publisher: &KafkaPublisher, topic: &str, key: &str, payload: &[u8]) {
+    let mut headers = HeaderMap::new();
+    headers.insert(ruststream_kafka::PARTITION_KEY_HEADER, key.to_owned());
+    publisher
+        .publish(
+            OutgoingMessage::new(topic, payload).with_headers(headers),
+            None,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("publishing to {topic}: {e}"));
+}
+
+/// The next delivery, failing the test when none comes within [`WAIT`].
+pub async fn next<S>(stream: &mut S) -> KafkaMessage
+where
+    S: Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin,
+{
+    let item = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .unwrap_or_else(|_| panic!("no delivery within {WAIT:?}"));
+    match item {
+        Some(Ok(message)) => message,
+        Some(Err(e)) => panic!("the stream yielded an error: {e}"),
+        None => panic!("the stream ended"),
+    }
+}
+
+/// The next `n` deliveries' payloads, acked or not per `ack`.
+pub async fn payloads<S>(stream: &mut S, n: usize, ack: bool) -> Vec<Vec<u8>>
+where
+    S: Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin,
+{
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let message = next(stream).await;
+        out.push(message.payload().to_vec());
+        if ack {
+            message.ack().await.expect("ack");
+        }
+    }
+    out
+}
+
+/// Fails when a delivery arrives within `quiet`.
+pub async fn nothing_within<S>(stream: &mut S, quiet: Duration)
+where
+    S: Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin,
+{
+    if let Ok(Some(item)) = tokio::time::timeout(quiet, stream.next()).await {
+        match item {
+            Ok(m) => panic!(
+                "unexpected delivery {:?} at {}[{}]@{}",
+                String::from_utf8_lossy(m.payload()),
+                m.topic(),
+                m.partition(),
+                m.offset()
+            ),
+            Err(e) => panic!("unexpected stream error: {e}"),
+        }
+    }
+}
+
+/// `payload` as text.
+pub fn text(message: &KafkaMessage) -> String {
+    String::from_utf8_lossy(message.payload()).into_owned()
+}
+
+/// Payloads `prefix-0 .. prefix-{n-1}`.
+pub fn numbered(prefix: &str, n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| format!("{prefix}-{i}").into_bytes())
+        .collect()
 }
