@@ -1,11 +1,11 @@
-//! AsyncAPI `kafka` bindings (feature `asyncapi`): what the generated document says about
+//! `AsyncAPI` `kafka` bindings (feature `asyncapi`): what the generated document says about
 //! topics, consumer groups and client ids. Computed from descriptors and policies alone (the
 //! document is built before connecting), never from credentials.
 
 use ruststream::asyncapi::{Binding, Bindings};
 use serde::Serialize;
 
-/// The version of the AsyncAPI Kafka bindings written.
+/// The version of the `AsyncAPI` Kafka bindings written.
 const BINDING_VERSION: &str = "0.5.0";
 
 /// A binding, or none when it cannot be built (a binding never fails the document).

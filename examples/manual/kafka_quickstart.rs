@@ -49,7 +49,13 @@ fn main() -> ExitCode {
 }
 // --8<-- [end:app]
 
+// The generated AsyncAPI document describes the payload by its JSON schema.
 #[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
 struct Order {
     id: u64,
 }
@@ -77,7 +83,7 @@ mod tests {
     async fn an_order_on_the_topic_is_placed() -> Result<(), Box<dyn Error>> {
         super::live::ensure_topic("orders", 1).await?;
 
-        let tb = TestApp::start_live_within(app(), Duration::from_secs(60)).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_mins(1)).await?;
         tb.broker::<KafkaBroker>()
             .message(&Order { id: 8 })
             .publish()
