@@ -118,7 +118,7 @@ impl KafkaMessage {
             return HeaderMap::new();
         }
         let mut map = HeaderMap::with_capacity(wire.len() + extra);
-        for header in wire.iter() {
+        for header in wire {
             let name = match Str::from_inner(header.key) {
                 Ok(name) => name,
                 Err(bad) => Str::from(String::from_utf8_lossy(&bad.into_inner()).into_owned()),
@@ -147,11 +147,23 @@ impl KafkaMessage {
             .tracked
             .lock()
             .settle(self.generation, self.record.offset);
-        if let (Some(position), Commit::Tracked) = (stored, &self.core.commit) {
-            self.core
-                .consumer
-                .store_offset(&self.part.tp, position + 1)
-                .map_err(|e| AckError::Broker(Box::new(e)))?;
+        let Some(position) = stored else {
+            return Ok(());
+        };
+        match &self.core.commit {
+            Commit::Tracked => {
+                self.core
+                    .consumer
+                    .store_offset(&self.part.tp, position + 1)
+                    .map_err(|e| AckError::Broker(Box::new(e)))?;
+            }
+            // The exactly-once window commits the watermark itself; it may be waiting for it.
+            Commit::Transactional(_) => {
+                if let Some(group) = &self.core.eos {
+                    group.settled.notify_waiters();
+                }
+            }
+            Commit::Auto => {}
         }
         Ok(())
     }
@@ -190,7 +202,7 @@ impl IncomingMessage for KafkaMessage {
     /// back. Ready at once.
     fn nack(self, requeue: bool) -> impl Future<Output = Result<(), AckError>> + Send {
         ready(match (&self.core.commit, requeue) {
-            (Commit::Auto, false) => Ok(()),
+            (Commit::Auto, false) | (Commit::Transactional(_), true) => Ok(()),
             (Commit::Auto, true) => Err(AckError::Unsupported),
             (Commit::Tracked | Commit::Transactional(_), false) => self.settle(),
             (Commit::Tracked, true) => {
@@ -198,7 +210,6 @@ impl IncomingMessage for KafkaMessage {
                 core.requeue(self);
                 Ok(())
             }
-            (Commit::Transactional(_), true) => Ok(()),
         })
     }
 }

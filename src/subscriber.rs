@@ -35,6 +35,7 @@ use crate::client::consumer::{
     TopicPartition,
 };
 use crate::client::{Client, Error as ClientError, Record, ResponseError};
+use crate::eos::EosGroup;
 use crate::error::KafkaError;
 use crate::message::KafkaMessage;
 use crate::seek::{KafkaPosition, KafkaSeeker};
@@ -103,7 +104,7 @@ struct Queue {
 }
 
 /// A command for the pump.
-pub(crate) enum Command {
+enum Command {
     Seek {
         to: KafkaPosition,
         done: oneshot::Sender<Result<(), KafkaError>>,
@@ -129,6 +130,8 @@ pub(crate) struct SubCore {
     commands: mpsc::UnboundedSender<Command>,
     closing: watch::Sender<bool>,
     limits: (usize, usize),
+    /// The exactly-once pipeline group this subscription feeds (`Commit::Transactional`).
+    pub eos: Option<Arc<EosGroup>>,
 }
 
 impl fmt::Debug for SubCore {
@@ -157,11 +160,42 @@ impl SubCore {
         self.wake.wake();
     }
 
-    /// Sends `command` to the pump.
-    pub(crate) fn command(&self, command: Command) -> Result<(), KafkaError> {
-        self.commands.send(command).map_err(|_| {
-            KafkaError::Consume(KafkaError::text("the subscription's consumer has stopped"))
-        })
+    /// Moves the subscription through its pump; returns once the next delivery reflects
+    /// the position.
+    pub(crate) async fn seek(&self, to: KafkaPosition) -> Result<(), KafkaError> {
+        let (done, outcome) = oneshot::channel();
+        self.commands
+            .send(Command::Seek { to, done })
+            .map_err(|_| {
+                KafkaError::Consume(KafkaError::text("the subscription's consumer has stopped"))
+            })?;
+        outcome.await.map_err(|_| {
+            KafkaError::Consume(KafkaError::text(
+                "the subscription's consumer stopped during a seek",
+            ))
+        })?
+    }
+
+    /// The assigned partition `partition` of `topic`, if this subscription reads it.
+    pub(crate) fn partition_of(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
+        lock(&self.parts)
+            .iter()
+            .find(|(tp, _)| tp.partition == partition && *tp.topic == *topic)
+            .map(|(_, part)| Arc::clone(part))
+    }
+
+    /// The next offset to read of every assigned partition that has a stored position: what
+    /// an exactly-once window commits for this subscription.
+    pub(crate) fn stored_positions(&self) -> Vec<(TopicPartition, i64)> {
+        let assigned = self.consumer.assignment();
+        let parts = lock(&self.parts);
+        assigned
+            .into_iter()
+            .filter_map(|tp| {
+                let stored = parts.get(&tp)?.tracked.lock().stored()?;
+                Some((tp, stored + 1))
+            })
+            .collect()
     }
 
     fn partition(&self, tp: &TopicPartition) -> Arc<Partition> {
@@ -202,6 +236,10 @@ impl SubCore {
             }
             _ => true,
         });
+        drop(queue);
+        if let Some(group) = &self.eos {
+            group.repositioned.notify_waiters();
+        }
     }
 
     /// Resumes fetching after the stream drained a throttled queue.
@@ -233,7 +271,7 @@ impl fmt::Debug for KafkaSubscriber {
         f.debug_struct("KafkaSubscriber")
             .field("topic", &self.core.name)
             .field("commit", &self.core.commit)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -290,12 +328,12 @@ impl KafkaSubscriber {
                 return Some(Ok(message));
             }
             if let Some(current) = &mut self.current {
-                if current.part.is_current(current.generation) {
-                    if let Some(record) = current.records.next() {
-                        let part = Arc::clone(&current.part);
-                        let generation = current.generation;
-                        return Some(Ok(self.hand_over(part, generation, record)));
-                    }
+                if current.part.is_current(current.generation)
+                    && let Some(record) = current.records.next()
+                {
+                    let part = Arc::clone(&current.part);
+                    let generation = current.generation;
+                    return Some(Ok(self.hand_over(part, generation, record)));
                 }
                 self.current = None;
             }
@@ -469,6 +507,10 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
     let mut consumer = Consumer::new(client.clone(), config).map_err(KafkaError::subscribe)?;
     let (commands, command_rx) = mpsc::unbounded_channel();
     let (closing, closing_rx) = watch::channel(false);
+    let eos = match &plan.commit {
+        Commit::Transactional(id) => Some(state.eos().group(id)),
+        Commit::Auto | Commit::Tracked => None,
+    };
     let core = Arc::new(SubCore {
         name: plan.name.clone(),
         commit: plan.commit.clone(),
@@ -483,7 +525,11 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         commands,
         closing,
         limits,
+        eos,
     });
+    if let Some(group) = &core.eos {
+        group.add(&core);
+    }
     match &plan.target {
         Target::Partitions { topic, partitions } => {
             let start = match plan.start {
@@ -557,7 +603,7 @@ async fn none_exists(client: &Client, topics: &[String]) -> bool {
     if client.refresh_metadata(&names).await.is_err() {
         return false;
     }
-    client.with_metadata(|m| topics.iter().all(|t| m.topics.get(t.as_str()).is_none()))
+    client.with_metadata(|m| topics.iter().all(|t| !m.topics.contains_key(t.as_str())))
 }
 
 const WAIT_STEP: Duration = Duration::from_millis(10);
@@ -807,10 +853,10 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
             .await
             .map_err(KafkaError::consume)?;
         // The next commit carries the new position, never one past records the seek replays.
-        if core.commit != Commit::Auto || core.auto_store {
-            if let Some(position) = core.consumer.position(&tp) {
-                let _ = core.consumer.store_offset(&tp, position);
-            }
+        if (core.commit != Commit::Auto || core.auto_store)
+            && let Some(position) = core.consumer.position(&tp)
+        {
+            let _ = core.consumer.store_offset(&tp, position);
         }
     }
     core.wake.wake();
