@@ -25,6 +25,7 @@ use tokio::runtime::Handle;
 use tokio::sync::OnceCell;
 
 use crate::client::{Client, Producer, ProducerConfig};
+use crate::eos::EosRegistry;
 use crate::error::KafkaError;
 use crate::properties::{ProducerProperties, Properties, log_not_acted_on};
 use crate::publisher::{KafkaPublish, KafkaPublisher};
@@ -201,6 +202,7 @@ impl Broker for KafkaBroker {
                 closed: AtomicBool::new(false),
                 client,
                 producer: OnceCell::new(),
+                eos: EosRegistry::default(),
             }),
         })
     }
@@ -239,6 +241,8 @@ pub(crate) struct ConnState {
     client: Client,
     /// The shared plain producer, created by the first publish.
     producer: OnceCell<Producer>,
+    /// The `Commit::Transactional` subscriptions, by pipeline id.
+    eos: EosRegistry,
 }
 
 impl fmt::Debug for ConnState {
@@ -293,6 +297,10 @@ impl ConnState {
         &self.client
     }
 
+    pub(crate) fn eos(&self) -> &EosRegistry {
+        &self.eos
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -310,7 +318,7 @@ impl ConnState {
     pub(crate) async fn producer(&self) -> Result<&Producer, KafkaError> {
         self.producer
             .get_or_try_init(|| async {
-                let config: ProducerConfig = self.producer_settings.producer_config();
+                let config: ProducerConfig = self.producer_settings().producer_config();
                 // The producer's tasks belong on the broker's runtime, whoever publishes first.
                 let _on_runtime = self.runtime.enter();
                 Producer::new(self.client.clone(), config).map_err(KafkaError::publish)

@@ -6,7 +6,9 @@
 //! moves over by renaming the crate: [`KafkaBroker`] and its descriptors ([`KafkaTopic`],
 //! [`KafkaTopics`], [`KafkaPartitions`]), deliveries ([`KafkaMessage`]) settled per
 //! [`Commit`] mode, positions and seeking ([`KafkaPosition`], [`KafkaSeeker`]), publishing
-//! ([`KafkaPublish`], [`KafkaOptions`], [`RoundRobin`]), and librdkafka's property names
+//! ([`KafkaPublish`], [`KafkaOptions`], [`RoundRobin`]), transactions
+//! ([`KafkaTransactionalPublish`], [`TransactionalPartitions`]), exactly-once pipelines
+//! ([`KafkaEosPublish`] with [`Commit::Transactional`]), and librdkafka's property names
 //! ([`properties`]).
 #![forbid(unsafe_code)]
 
@@ -27,10 +29,11 @@ mod seek;
 mod subscriber;
 mod subscription;
 mod tracker;
+mod transactional;
 
 pub use broker::{ClosedKafkaBroker, ConnectedKafkaBroker, KafkaBroker};
 pub use distribution::RoundRobin;
-pub use eos::{EOS_SOURCE_HEADER, EosReplies, SourceOffset};
+pub use eos::{EOS_SOURCE_HEADER, EosPipeline, EosReplies, KafkaEosPublish, SourceOffset};
 pub use error::KafkaError;
 pub use message::{KafkaMessage, PARTITION_KEY_HEADER};
 pub use publisher::{KafkaOptions, KafkaPublish, KafkaPublishSteps, KafkaPublisher};
@@ -39,4 +42,8 @@ pub use seek::{KafkaPosition, KafkaSeeker};
 pub use subscriber::KafkaSubscriber;
 pub use subscription::{
     Assignment, Commit, KafkaPartitions, KafkaTopic, KafkaTopics, LaneKey, StartOffset,
+};
+pub use transactional::{
+    KafkaPartitionedPublish, KafkaTransactionalPublish, KafkaTransactionalPublisher,
+    PartitionLanes, TransactionalPartitions,
 };

@@ -147,11 +147,23 @@ impl KafkaMessage {
             .tracked
             .lock()
             .settle(self.generation, self.record.offset);
-        if let (Some(position), Commit::Tracked) = (stored, &self.core.commit) {
-            self.core
-                .consumer
-                .store_offset(&self.part.tp, position + 1)
-                .map_err(|e| AckError::Broker(Box::new(e)))?;
+        let Some(position) = stored else {
+            return Ok(());
+        };
+        match &self.core.commit {
+            Commit::Tracked => {
+                self.core
+                    .consumer
+                    .store_offset(&self.part.tp, position + 1)
+                    .map_err(|e| AckError::Broker(Box::new(e)))?;
+            }
+            // The exactly-once window commits the watermark itself; it may be waiting for it.
+            Commit::Transactional(_) => {
+                if let Some(group) = &self.core.eos {
+                    group.settled.notify_waiters();
+                }
+            }
+            Commit::Auto => {}
         }
         Ok(())
     }

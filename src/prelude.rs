@@ -11,7 +11,9 @@ pub use ruststream::{Positioned, Seeker, TransactionalPublisher};
 
 pub use crate::context::keys::{Partition, Position, SeekHandle, Source, Topic};
 pub use crate::{
-    Assignment, Commit, EosReplies, KafkaBroker, KafkaOptions, KafkaPartitions, KafkaPosition,
-    KafkaPublish as Publish, KafkaPublishSteps, KafkaSeeker, KafkaTopic, KafkaTopics, LaneKey,
-    RoundRobin, StartOffset, ToSourceTopic,
+    Assignment, Commit, EosReplies, KafkaBroker, KafkaEosPublish as EosPublish, KafkaOptions,
+    KafkaPartitionedPublish as PartitionedPublish, KafkaPartitions, KafkaPosition,
+    KafkaPublish as Publish, KafkaPublishSteps, KafkaSeeker, KafkaTopic, KafkaTopics,
+    KafkaTransactionalPublish as TransactionalPublish, LaneKey, PartitionLanes, RoundRobin,
+    StartOffset, ToSourceTopic,
 };

@@ -18,11 +18,12 @@ use ruststream::{
 
 use crate::broker::{ConnState, ConnectedKafkaBroker};
 use crate::client::records::Header;
-use crate::client::{Producer, ProducerRecord};
+use crate::client::{DeliveryFuture, Error as ClientError, Producer, ProducerRecord};
 use crate::eos::EOS_SOURCE_HEADER;
 use crate::error::KafkaError;
 use crate::message::PARTITION_KEY_HEADER;
 use crate::subscription::check_topic_name;
+use crate::transactional::KafkaTransactionalPublish;
 
 /// Per-record settings. Unset fields keep the policy's defaults.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,6 +78,12 @@ impl KafkaPublish {
     pub const fn queue_timeout(mut self, timeout: Duration) -> Self {
         self.queue_timeout = Some(timeout);
         self
+    }
+
+    /// Turns this into a transactional policy with transactional id `id`, keeping the queue
+    /// timeout: the producer it pairs is fenced by `id` and publishes inside transactions.
+    pub fn transactional_id(self, id: impl Into<String>) -> KafkaTransactionalPublish {
+        KafkaTransactionalPublish::new(id.into(), self.queue_timeout)
     }
 
     pub(crate) const fn queue_timeout_setting(self) -> Option<Duration> {
@@ -154,12 +161,21 @@ pub(crate) async fn send(
     record: ProducerRecord,
     queue_timeout: Option<Duration>,
 ) -> Result<(), KafkaError> {
-    let delivery = match queue_timeout {
+    let queued = match queue_timeout {
         Some(bound) => producer.send_timeout(record, bound).await,
         None => producer.send(record).await,
-    }
-    .map_err(KafkaError::publish)?;
-    delivery.await.map_err(KafkaError::publish)?;
+    };
+    delivered(queued).await
+}
+
+/// Waits for the delivery report of a record that was queued, or reports why it was not.
+pub(crate) async fn delivered(
+    queued: Result<DeliveryFuture, ClientError>,
+) -> Result<(), KafkaError> {
+    queued
+        .map_err(KafkaError::publish)?
+        .await
+        .map_err(KafkaError::publish)?;
     Ok(())
 }
 

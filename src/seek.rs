@@ -10,11 +10,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ruststream::Seeker;
-use tokio::sync::oneshot;
-
 use crate::error::KafkaError;
-use crate::subscriber::{Command, SubCore};
+use crate::subscriber::SubCore;
+use ruststream::Seeker;
 
 /// Where to move a subscription.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,12 +107,6 @@ impl Seeker for KafkaSeeker {
     /// cancel-safe: a dropped call may or may not have moved the subscription.
     async fn seek(&self, to: KafkaPosition) -> Result<(), KafkaError> {
         self.core.state.ensure_open(&self.core.name)?;
-        let (done, outcome) = oneshot::channel();
-        self.core.command(Command::Seek { to, done })?;
-        outcome.await.map_err(|_| {
-            KafkaError::Consume(KafkaError::text(
-                "the subscription's consumer stopped during a seek",
-            ))
-        })?
+        self.core.seek(to).await
     }
 }

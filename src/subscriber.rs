@@ -35,6 +35,7 @@ use crate::client::consumer::{
     TopicPartition,
 };
 use crate::client::{Client, Error as ClientError, Record, ResponseError};
+use crate::eos::EosGroup;
 use crate::error::KafkaError;
 use crate::message::KafkaMessage;
 use crate::seek::{KafkaPosition, KafkaSeeker};
@@ -103,7 +104,7 @@ struct Queue {
 }
 
 /// A command for the pump.
-pub(crate) enum Command {
+enum Command {
     Seek {
         to: KafkaPosition,
         done: oneshot::Sender<Result<(), KafkaError>>,
@@ -129,6 +130,8 @@ pub(crate) struct SubCore {
     commands: mpsc::UnboundedSender<Command>,
     closing: watch::Sender<bool>,
     limits: (usize, usize),
+    /// The exactly-once pipeline group this subscription feeds (`Commit::Transactional`).
+    pub eos: Option<Arc<EosGroup>>,
 }
 
 impl fmt::Debug for SubCore {
@@ -157,11 +160,42 @@ impl SubCore {
         self.wake.wake();
     }
 
-    /// Sends `command` to the pump.
-    pub(crate) fn command(&self, command: Command) -> Result<(), KafkaError> {
-        self.commands.send(command).map_err(|_| {
-            KafkaError::Consume(KafkaError::text("the subscription's consumer has stopped"))
-        })
+    /// Moves the subscription through its pump; returns once the next delivery reflects
+    /// the position.
+    pub(crate) async fn seek(&self, to: KafkaPosition) -> Result<(), KafkaError> {
+        let (done, outcome) = oneshot::channel();
+        self.commands
+            .send(Command::Seek { to, done })
+            .map_err(|_| {
+                KafkaError::Consume(KafkaError::text("the subscription's consumer has stopped"))
+            })?;
+        outcome.await.map_err(|_| {
+            KafkaError::Consume(KafkaError::text(
+                "the subscription's consumer stopped during a seek",
+            ))
+        })?
+    }
+
+    /// The assigned partition `partition` of `topic`, if this subscription reads it.
+    pub(crate) fn partition_of(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
+        lock(&self.parts)
+            .iter()
+            .find(|(tp, _)| tp.partition == partition && *tp.topic == *topic)
+            .map(|(_, part)| Arc::clone(part))
+    }
+
+    /// The next offset to read of every assigned partition that has a stored position: what
+    /// an exactly-once window commits for this subscription.
+    pub(crate) fn stored_positions(&self) -> Vec<(TopicPartition, i64)> {
+        let assigned = self.consumer.assignment();
+        let parts = lock(&self.parts);
+        assigned
+            .into_iter()
+            .filter_map(|tp| {
+                let stored = parts.get(&tp)?.tracked.lock().stored()?;
+                Some((tp, stored + 1))
+            })
+            .collect()
     }
 
     fn partition(&self, tp: &TopicPartition) -> Arc<Partition> {
@@ -202,6 +236,10 @@ impl SubCore {
             }
             _ => true,
         });
+        drop(queue);
+        if let Some(group) = &self.eos {
+            group.repositioned.notify_waiters();
+        }
     }
 
     /// Resumes fetching after the stream drained a throttled queue.
@@ -486,6 +524,10 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
     let mut consumer = Consumer::new(client.clone(), config).map_err(KafkaError::subscribe)?;
     let (commands, command_rx) = mpsc::unbounded_channel();
     let (closing, closing_rx) = watch::channel(false);
+    let eos = match &plan.commit {
+        Commit::Transactional(id) => Some(state.eos().group(id)),
+        Commit::Auto | Commit::Tracked => None,
+    };
     let core = Arc::new(SubCore {
         name: plan.name.clone(),
         commit: plan.commit.clone(),
@@ -500,7 +542,11 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         commands,
         closing,
         limits,
+        eos,
     });
+    if let Some(group) = &core.eos {
+        group.add(&core);
+    }
     match &plan.target {
         Target::Partitions { topic, partitions } => {
             let start = match plan.start {

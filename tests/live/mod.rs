@@ -240,3 +240,75 @@ pub fn numbered(prefix: &str, n: usize) -> Vec<Vec<u8>> {
         .map(|i| format!("{prefix}-{i}").into_bytes())
         .collect()
 }
+
+/// Every record of `topic`/`partition` a reader at `isolation` sees now (it stops at the
+/// first empty fetch).
+pub async fn read_partition(
+    topic: &str,
+    partition: i32,
+    isolation: ruststream_kafka::client::IsolationLevel,
+) -> Vec<ruststream_kafka::client::Record> {
+    use ruststream_kafka::client::PartitionReader;
+    let client = admin_client().await;
+    let mut reader = PartitionReader::new(client.clone(), topic, partition);
+    reader.isolation = isolation;
+    reader.max_wait = Duration::from_millis(300);
+    let mut records = Vec::new();
+    let mut offset = 0;
+    loop {
+        let fetched = reader
+            .fetch(offset)
+            .await
+            .unwrap_or_else(|e| panic!("reading {topic}[{partition}]: {e}"));
+        if fetched.records.is_empty() && fetched.next_offset <= offset {
+            break;
+        }
+        offset = fetched.next_offset.max(offset + 1);
+        records.extend(fetched.records);
+    }
+    client.close();
+    records
+}
+
+/// The values (as text) of [`read_partition`].
+pub async fn values(
+    topic: &str,
+    partition: i32,
+    isolation: ruststream_kafka::client::IsolationLevel,
+) -> Vec<String> {
+    read_partition(topic, partition, isolation)
+        .await
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+        .collect()
+}
+
+/// The offset `group` has committed for `topic`/`partition` (-1 for none).
+pub async fn committed(group: &str, topic: &str, partition: i32) -> i64 {
+    use ruststream_kafka::client::consumer::Offsets;
+    let client = admin_client().await;
+    let offsets = Offsets::new(client.clone(), group)
+        .fetch(&[(topic, partition)], true)
+        .await
+        .unwrap_or_else(|e| panic!("committed offsets of {group}: {e}"));
+    client.close();
+    offsets.first().map_or(-1, |o| o.offset)
+}
+
+/// Waits up to `bound` for `check` to hold, polling.
+pub async fn eventually<F, Fut>(bound: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -256,6 +256,17 @@ impl TransactionalProducer {
         self.producer.send(record).await
     }
 
+    /// Like [`send`](Self::send), but fails when no queue space frees up within `timeout`.
+    ///
+    /// Cancel safety: if this future is dropped before it returns, the record was not queued.
+    pub async fn send_timeout(
+        &self,
+        record: ProducerRecord,
+        timeout: Duration,
+    ) -> Result<DeliveryFuture> {
+        self.producer.send_timeout(record, timeout).await
+    }
+
     /// Puts consumed offsets (next offsets to read, Kafka's convention) in the open
     /// transaction, on behalf of the consumer `group` describes: they become the group's
     /// committed offsets if and only if the transaction commits. The group coordinator

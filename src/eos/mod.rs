@@ -1,11 +1,19 @@
-//! Exactly-once plumbing: [`SourceOffset`], the [`EOS_SOURCE_HEADER`] that carries a consumed
-//! record's coordinates from a delivery to its replies, and [`EosReplies`].
+//! Exactly-once pipelines: [`KafkaEosPublish`] and its [`EosPipeline`], fed by
+//! `Commit::Transactional` subscriptions; [`SourceOffset`], the [`EOS_SOURCE_HEADER`] that
+//! carries a consumed record's coordinates from a delivery to its replies, and [`EosReplies`].
 //!
 //! The header's value is `"{partition}:{offset}:{topic}"`: the topic goes last because it may
 //! itself contain `:`. The header never reaches the wire.
 
+mod pipeline;
+mod sources;
+
+use bytes::Bytes;
 use ruststream::Str;
 use ruststream::runtime::{ForReply, Outgoing, PublishContext, PublishTransform, Reads};
+
+pub use pipeline::{EosPipeline, KafkaEosPublish};
+pub(crate) use sources::{EosGroup, EosRegistry};
 
 /// The header that carries a consumed record's coordinates onto its replies.
 pub const EOS_SOURCE_HEADER: &str = "kafka-eos-source";
@@ -67,6 +75,17 @@ pub(crate) fn decode_source(value: &[u8]) -> Option<(i32, i64, &str)> {
     Some((partition.parse().ok()?, offset.parse().ok()?, topic))
 }
 
+/// The source a header value names, sharing the value's bytes for the topic.
+pub(crate) fn decode_shared_source(value: Bytes) -> Option<SourceOffset> {
+    let text = Str::from_inner(value).ok()?;
+    let (partition, offset, topic) = decode_source(text.as_bytes())?;
+    Some(SourceOffset {
+        topic: text.slice_ref(topic),
+        partition,
+        offset,
+    })
+}
+
 /// A publish transform copying the delivery's [`EOS_SOURCE_HEADER`] onto its reply, so that
 /// an exactly-once pipeline publishing the reply knows which record it answers.
 #[derive(Debug, Clone, Copy, Default)]
@@ -89,7 +108,7 @@ impl<C, Options> PublishTransform<ForReply<C>, Options> for EosReplies {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_source, encode_source};
+    use super::{SourceOffset, decode_shared_source, decode_source, encode_source};
 
     #[test]
     fn the_source_header_round_trips_topics_with_colons() {
@@ -97,6 +116,11 @@ mod tests {
         assert_eq!(decode_source(value.as_bytes()), Some((3, 42, "a:b:c")));
         for bad in ["", "3", "3:x:orders", "x:42:orders", "3:42:"] {
             assert_eq!(decode_source(bad.as_bytes()), None, "{bad:?}");
+            assert_eq!(decode_shared_source(bad.as_bytes().to_vec().into()), None);
         }
+        assert_eq!(
+            decode_shared_source(value.into_bytes().into()),
+            Some(SourceOffset::new("a:b:c", 3, 42))
+        );
     }
 }

@@ -1,0 +1,80 @@
+//! Which subscriptions feed which exactly-once pipeline: the `Commit::Transactional(id)`
+//! subscriptions of one connection, grouped by pipeline id.
+//!
+//! A group holds its subscriptions weakly: being a pipeline's source must not keep a dropped
+//! subscription's consumer alive (it would stay in its consumer group and stall rebalances).
+//! Dead entries are pruned when a source is added. The group also carries the two signals a
+//! window waits on: a source's stored watermark moved, or one of its partitions was
+//! repositioned.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use tokio::sync::Notify;
+
+use crate::subscriber::{Partition, SubCore};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The `Commit::Transactional` subscriptions of one pipeline id.
+#[derive(Debug, Default)]
+pub(crate) struct EosGroup {
+    sources: Mutex<Vec<Weak<SubCore>>>,
+    /// A source's stored watermark moved.
+    pub settled: Notify,
+    /// A source's partition was repositioned (assignment, revocation, seek).
+    pub repositioned: Notify,
+}
+
+impl EosGroup {
+    pub(crate) fn add(&self, source: &Arc<SubCore>) {
+        let mut sources = lock(&self.sources);
+        sources.retain(|s| s.strong_count() > 0);
+        sources.push(Arc::downgrade(source));
+    }
+
+    /// The sources still alive.
+    pub(crate) fn live(&self) -> Vec<Arc<SubCore>> {
+        lock(&self.sources)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    /// The source reading `partition` of `topic`, and its partition.
+    pub(crate) fn locate(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Option<(Arc<SubCore>, Arc<Partition>)> {
+        lock(&self.sources)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find_map(|source| {
+                let part = source.partition_of(topic, partition)?;
+                Some((source, part))
+            })
+    }
+}
+
+/// The pipeline groups of one connection.
+#[derive(Debug, Default)]
+pub(crate) struct EosRegistry {
+    groups: Mutex<HashMap<String, Arc<EosGroup>>>,
+}
+
+impl EosRegistry {
+    /// The group of pipeline `id`, created on first use by either side (a subscription or the
+    /// pipeline may come first).
+    pub(crate) fn group(&self, id: &str) -> Arc<EosGroup> {
+        let mut groups = lock(&self.groups);
+        if let Some(group) = groups.get(id) {
+            return Arc::clone(group);
+        }
+        let group = Arc::new(EosGroup::default());
+        groups.insert(id.to_owned(), Arc::clone(&group));
+        group
+    }
+}
