@@ -22,7 +22,7 @@ use ruststream::{
     SubscriptionSource,
 };
 use tokio::runtime::Handle;
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, watch};
 
 use crate::client::{Client, Producer, ProducerConfig};
 use crate::eos::EosRegistry;
@@ -203,6 +203,7 @@ impl Broker for KafkaBroker {
                 client,
                 producer: OnceCell::new(),
                 eos: EosRegistry::default(),
+                closing_consumers: watch::Sender::new(0),
             }),
         })
     }
@@ -243,6 +244,8 @@ pub(crate) struct ConnState {
     producer: OnceCell<Producer>,
     /// The `Commit::Transactional` subscriptions, by pipeline id.
     eos: EosRegistry,
+    /// Consumers whose subscription is gone and whose close (commit, leave) still runs.
+    closing_consumers: watch::Sender<usize>,
 }
 
 impl fmt::Debug for ConnState {
@@ -303,6 +306,17 @@ impl ConnState {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// A subscription's last handle is gone: its consumer is closing.
+    pub(crate) fn consumer_closing(&self) {
+        self.closing_consumers.send_modify(|n| *n += 1);
+    }
+
+    /// A closing consumer finished (committed and left its group).
+    pub(crate) fn consumer_closed(&self) {
+        self.closing_consumers
+            .send_modify(|n| *n = n.saturating_sub(1));
     }
 
     /// Fails with [`KafkaError::Closed`] naming `what` once the broker is shut down.
@@ -375,6 +389,11 @@ impl ConnectedBroker for ConnectedKafkaBroker {
                 i32::try_from(left).unwrap_or(i32::MAX)
             }
         };
+        // Subscriptions dropped just before shutdown are still committing and leaving their
+        // groups; a process that exits now would lose the commits and leave members behind
+        // until their session times out.
+        let mut closing = state.closing_consumers.subscribe();
+        let _ = tokio::time::timeout(state.flush_timeout, closing.wait_for(|n| *n == 0)).await;
         state.client.close();
         if unflushed > 0 {
             return Err(KafkaError::Publish(KafkaError::text(format!(

@@ -103,6 +103,14 @@ struct Queue {
     fatal: Option<String>,
 }
 
+/// Whether a subscription's handles and its pump are gone; whichever goes last settles the
+/// broker's count of consumers still closing.
+#[derive(Debug, Default)]
+struct Life {
+    core_dropped: bool,
+    pump_exited: bool,
+}
+
 /// A command for the pump.
 enum Command {
     Seek {
@@ -129,6 +137,8 @@ pub(crate) struct SubCore {
     requeued: Mutex<VecDeque<KafkaMessage>>,
     commands: mpsc::UnboundedSender<Command>,
     closing: watch::Sender<bool>,
+    /// Whether this core and its pump are gone, for the broker's shutdown to wait on closes.
+    life: Arc<Mutex<Life>>,
     limits: (usize, usize),
     /// The exactly-once pipeline group this subscription feeds (`Commit::Transactional`).
     pub eos: Option<Arc<EosGroup>>,
@@ -146,6 +156,12 @@ impl fmt::Debug for SubCore {
 impl Drop for SubCore {
     fn drop(&mut self) {
         self.closing.send_replace(true);
+        let mut life = lock(&self.life);
+        life.core_dropped = true;
+        if !life.pump_exited {
+            // The pump now closes the consumer; shutdown waits for that.
+            self.state.consumer_closing();
+        }
     }
 }
 
@@ -524,6 +540,7 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
     let mut consumer = Consumer::new(client.clone(), config).map_err(KafkaError::subscribe)?;
     let (commands, command_rx) = mpsc::unbounded_channel();
     let (closing, closing_rx) = watch::channel(false);
+    let life = Arc::new(Mutex::new(Life::default()));
     let eos = match &plan.commit {
         Commit::Transactional(id) => Some(state.eos().group(id)),
         Commit::Auto | Commit::Tracked => None,
@@ -541,6 +558,7 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         requeued: Mutex::new(VecDeque::new()),
         commands,
         closing,
+        life: Arc::clone(&life),
         limits,
         eos,
     });
@@ -573,6 +591,7 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
                 Arc::downgrade(&core),
                 command_rx,
                 closing_rx,
+                (Arc::clone(&state), Arc::clone(&life)),
             ));
             wait_for_positions(&core, &plan).await?;
         }
@@ -590,6 +609,7 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
                 Arc::downgrade(&core),
                 command_rx,
                 closing_rx,
+                (Arc::clone(&state), Arc::clone(&life)),
             ));
             let nothing_to_wait_for = patterns.is_empty() && none_exists(&client, topics).await;
             if !nothing_to_wait_for {
@@ -690,6 +710,7 @@ async fn pump(
     core: Weak<SubCore>,
     mut commands: mpsc::UnboundedReceiver<Command>,
     mut closing: watch::Receiver<bool>,
+    (state, life): (Arc<ConnState>, Arc<Mutex<Life>>),
 ) {
     let mut held: Option<KafkaPosition> = None;
     let mut unknown_topic = false;
@@ -717,6 +738,11 @@ async fn pump(
     }
     if let Err(e) = consumer.close().await {
         tracing::warn!(error = %e, "closing a subscription's consumer failed");
+    }
+    let mut life = lock(&life);
+    life.pump_exited = true;
+    if life.core_dropped {
+        state.consumer_closed();
     }
 }
 
