@@ -2,7 +2,7 @@
 //! ruststream-rdkafka 0.7.1, the framework traits are implemented with the same associated
 //! types, and handles have the auto traits the runtime relies on (moved across runtimes).
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::items_after_statements)]
 
 use ruststream::runtime::PublishTransform;
 use ruststream_kafka::context::{KafkaBatchContext, KafkaContext, keys};
