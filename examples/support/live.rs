@@ -15,7 +15,10 @@ pub fn bootstrap() -> String {
 /// Creates `topic` with `partitions` partitions unless it exists, and waits for its leaders:
 /// a group finds a topic at startup only if it exists then.
 pub async fn ensure_topic(topic: &str, partitions: i32) -> Result<(), Box<dyn Error>> {
-    let client = Client::connect(ClientConfig::new(&bootstrap())).await?;
+    let mut config = ClientConfig::new(&bootstrap());
+    // Asking for a missing topic must not create it with the cluster's default partitions.
+    config.allow_auto_create_topics = false;
+    let client = Client::connect(config).await?;
     let admin = Admin::new(client.clone());
     if client.topic(topic).await.is_err() {
         admin

@@ -1,0 +1,146 @@
+//! Record keys on Kafka: a metering service turns each meter reading into a usage record keyed
+//! by its meter. The `kafka-partition-key` header of a publish becomes the record's native key,
+//! so all the usage of one meter lands on one partition, in the order it was published.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example kafka_publishing_keys -- run
+//! cargo test --example kafka_publishing_keys
+//! ```
+//!
+//! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else
+//! `localhost:9092`.
+
+use serde::{Deserialize, Serialize};
+
+#[path = "support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "support/readback.rs"]
+mod readback;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// What a meter reported.
+#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[outgoing(name = "meter-readings.publishing-keys")]
+struct Reading {
+    meter: String,
+    watt_hours: u64,
+}
+
+/// The header of a usage record: its meter, as the record key.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+struct MeterKey {
+    #[serde(rename = "kafka-partition-key")]
+    meter: String,
+}
+
+/// Usage to bill; one meter's records share a partition, so billing reads them in order.
+#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[outgoing(name = "usage.publishing-keys", headers = MeterKey)]
+struct Usage {
+    watt_hours: u64,
+}
+
+#[derive(OutSlot)]
+#[publishes(Usage)]
+struct Billing;
+
+#[subscriber(KafkaTopic::new("meter-readings.publishing-keys").group("metering.publishing-keys"))]
+async fn meter(reading: &Reading, Out(billing): Out<impl Publisher, Billing>) -> HandlerOutcome {
+    let key = MeterKey {
+        meter: reading.meter.clone(),
+    };
+    let usage = Usage {
+        watt_hours: reading.watt_hours,
+    };
+    match billing.message(&usage).with_headers(&key).publish().await {
+        Ok(()) => HandlerOutcome::ack(),
+        Err(_) => HandlerOutcome::retry(),
+    }
+}
+
+#[ruststream::app]
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("metering", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            b.include(meter).out(Billing, Publish::default()).build();
+        },
+    )
+}
+// --8<-- [end:app]
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::PARTITION_KEY_HEADER;
+    use ruststream_kafka::client::IsolationLevel;
+    use ruststream_kafka::prelude::*;
+
+    use super::{Billing, Reading, Usage, app, live, readback};
+
+    const READINGS: &str = "meter-readings.publishing-keys";
+    const USAGE: &str = "usage.publishing-keys";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_usage_of_one_meter_shares_a_key_and_a_partition() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic(READINGS, 1).await?;
+        live::ensure_topic(USAGE, 3).await?;
+        let before = readback::log_ends(USAGE, 3).await?;
+
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        for watt_hours in [120, 80, 45] {
+            let reading = Reading {
+                meter: "meter-17".to_owned(),
+                watt_hours,
+            };
+            tb.broker::<KafkaBroker>()
+                .message(&reading)
+                .publish()
+                .await?;
+        }
+
+        tb.out::<Billing>().assert_called(3);
+        tb.broker::<KafkaBroker>()
+            .published::<Usage>(USAGE)
+            .assert_called(3)
+            .with(&Usage { watt_hours: 45 })
+            .with_header(PARTITION_KEY_HEADER, "meter-17");
+        tb.shutdown().await?;
+
+        // On the cluster: every record carries the meter as its key, and all three sit on one
+        // partition in the order they were published.
+        let mut holding = Vec::new();
+        for (partition, &from) in (0..).zip(&before) {
+            let records =
+                readback::records_since(USAGE, partition, from, IsolationLevel::ReadCommitted)
+                    .await?;
+            if !records.is_empty() {
+                holding.push(records);
+            }
+        }
+        assert_eq!(holding.len(), 1, "one meter's usage spans one partition");
+        let records = &holding[0];
+        assert!(
+            records
+                .iter()
+                .all(|r| r.key.as_deref() == Some(b"meter-17".as_slice()))
+        );
+        let amounts: Vec<Usage> = records
+            .iter()
+            .map(|r| serde_json::from_str(&readback::text(r)))
+            .collect::<Result<_, _>>()?;
+        assert_eq!(
+            amounts,
+            [120, 80, 45].map(|watt_hours| Usage { watt_hours })
+        );
+        Ok(())
+    }
+}

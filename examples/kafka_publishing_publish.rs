@@ -1,0 +1,120 @@
+//! Publishing a reply on Kafka: a lending desk answers every book loan with a due-date notice.
+//! The notice goes to the topic its type names, and the publish waits for the cluster's
+//! acknowledgement; `queue_timeout` bounds how long it waits for room in the producer's queue.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example kafka_publishing_publish -- run
+//! cargo test --example kafka_publishing_publish
+//! ```
+//!
+//! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else
+//! `localhost:9092`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[path = "support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "support/readback.rs"]
+mod readback;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// A book handed out to a member.
+#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[outgoing(name = "loans.publishing-publish")]
+struct Loan {
+    book: String,
+    member: u64,
+}
+
+/// When the book has to come back.
+#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[outgoing(name = "due-notices.publishing-publish")]
+struct DueNotice {
+    book: String,
+    member: u64,
+    due_in_days: u32,
+}
+
+/// Every loan is answered by its notice; the reply returns once the cluster has it.
+#[subscriber(
+    KafkaTopic::new("loans.publishing-publish").group("lending-desk.publishing-publish"),
+    reply
+)]
+async fn lend(loan: &Loan) -> DueNotice {
+    DueNotice {
+        book: loan.book.clone(),
+        member: loan.member,
+        due_in_days: 21,
+    }
+}
+
+#[ruststream::app]
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("lending-desk", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            // When the producer's queue stays full for three seconds, the reply fails instead of
+            // holding the handler.
+            b.include(lend)
+                .out_reply(Publish::default().queue_timeout(Duration::from_secs(3)));
+        },
+    )
+}
+// --8<-- [end:app]
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::{DueNotice, Loan, app, live, readback};
+
+    const LOANS: &str = "loans.publishing-publish";
+    const NOTICES: &str = "due-notices.publishing-publish";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_loan_is_answered_on_the_notice_topic() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic(LOANS, 1).await?;
+        live::ensure_topic(NOTICES, 1).await?;
+        let before = readback::log_ends(NOTICES, 1).await?;
+
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let loan = Loan {
+            book: "The Dispossessed".to_owned(),
+            member: 31,
+        };
+        tb.broker::<KafkaBroker>().message(&loan).publish().await?;
+
+        let notice = DueNotice {
+            book: "The Dispossessed".to_owned(),
+            member: 31,
+            due_in_days: 21,
+        };
+        tb.broker::<KafkaBroker>()
+            .subscriber(LOANS)
+            .assert_called_once()
+            .with(&loan)
+            .settled(HandlerOutcome::ack());
+        tb.broker::<KafkaBroker>()
+            .published::<DueNotice>(NOTICES)
+            .assert_called_once()
+            .with(&notice)
+            .assert_options_default();
+        tb.shutdown().await?;
+
+        // The notice is on the cluster, on the topic its type names.
+        let landed = readback::committed_values_since(NOTICES, &before).await?;
+        assert_eq!(landed, [vec![serde_json::to_string(&notice)?]]);
+        Ok(())
+    }
+}

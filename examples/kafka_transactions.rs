@@ -1,0 +1,160 @@
+//! A transactional slot: a warehouse splits a restock request into one pick task per shelf, and
+//! the tasks become visible to `read_committed` consumers together at the commit, or not at
+//! all when the request turns out to be bad and the transaction aborts.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example kafka_transactions -- run
+//! cargo test --example kafka_transactions
+//! ```
+//!
+//! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else
+//! `localhost:9092`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[path = "support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "support/readback.rs"]
+mod readback;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// Shelves to refill for one request.
+#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[outgoing(name = "restocks.transactions")]
+struct Restock {
+    id: u64,
+    shelves: Vec<String>,
+}
+
+/// One shelf for one picker.
+#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[outgoing(name = "pick-tasks.transactions")]
+struct PickTask {
+    restock: u64,
+    shelf: String,
+}
+
+#[derive(OutSlot)]
+#[publishes(PickTask)]
+struct PickTasks;
+
+/// All pick tasks of a request, in one transaction.
+#[subscriber(KafkaTopic::new("restocks.transactions").group("warehouse.transactions"))]
+async fn split(
+    restock: &Restock,
+    Out(tasks): Out<impl TransactionalPublisher, PickTasks>,
+) -> HandlerOutcome {
+    if tasks.begin_transaction().await.is_err() {
+        return HandlerOutcome::retry();
+    }
+    for shelf in &restock.shelves {
+        if shelf.is_empty() {
+            // The tasks already sent belong to the open transaction: the abort discards them.
+            tracing::warn!(restock.id, "a shelf has no label; nothing is picked");
+            return match tasks.abort().await {
+                Ok(()) => HandlerOutcome::drop(),
+                Err(_) => HandlerOutcome::retry(),
+            };
+        }
+        let task = PickTask {
+            restock: restock.id,
+            shelf: shelf.clone(),
+        };
+        if tasks.message(&task).publish().await.is_err() {
+            tasks.abort().await.ok();
+            return HandlerOutcome::retry();
+        }
+    }
+    match tasks.commit().await {
+        Ok(()) => HandlerOutcome::ack(),
+        Err(_) => HandlerOutcome::retry(),
+    }
+}
+
+#[ruststream::app]
+fn app() -> impl App {
+    let tasks = Publish::default()
+        .transactional_id("warehouse.transactions")
+        .transaction_timeout(Duration::from_secs(10));
+    RustStream::new(AppInfo::new("warehouse", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            b.include(split).out(PickTasks, tasks).build();
+        },
+    )
+}
+// --8<-- [end:app]
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::client::IsolationLevel;
+    use ruststream_kafka::prelude::*;
+
+    use super::{PickTask, PickTasks, Restock, app, live, readback};
+
+    const RESTOCKS: &str = "restocks.transactions";
+    const TASKS: &str = "pick-tasks.transactions";
+
+    fn task(restock: u64, shelf: &str) -> Result<String, serde_json::Error> {
+        serde_json::to_string(&PickTask {
+            restock,
+            shelf: shelf.to_owned(),
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tasks_appear_together_at_commit_and_never_after_abort() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic(RESTOCKS, 1).await?;
+        live::ensure_topic(TASKS, 1).await?;
+        let before = readback::log_ends(TASKS, 1).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+
+        // A good request: both tasks commit together.
+        let good = Restock {
+            id: 1,
+            shelves: vec!["A1".to_owned(), "B4".to_owned()],
+        };
+        tb.broker::<KafkaBroker>().message(&good).publish().await?;
+        tb.broker::<KafkaBroker>()
+            .subscriber(RESTOCKS)
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+        let committed = readback::committed_values_since(TASKS, &before).await?;
+        assert_eq!(committed, [vec![task(1, "A1")?, task(1, "B4")?]]);
+
+        // A bad request: its first task was written, then the transaction aborted.
+        let middle = readback::log_ends(TASKS, 1).await?;
+        let bad = Restock {
+            id: 2,
+            shelves: vec!["C2".to_owned(), String::new()],
+        };
+        tb.broker::<KafkaBroker>().message(&bad).publish().await?;
+        tb.broker::<KafkaBroker>()
+            .subscriber(RESTOCKS)
+            .assert_called(2)
+            .settled(HandlerOutcome::drop());
+        tb.out::<PickTasks>().assert_called(3);
+        tb.shutdown().await?;
+
+        let seen_committed = readback::committed_values_since(TASKS, &middle).await?;
+        assert_eq!(seen_committed, [Vec::<String>::new()]);
+        let written =
+            readback::records_since(TASKS, 0, middle[0], IsolationLevel::ReadUncommitted).await?;
+        assert_eq!(
+            written.iter().map(readback::text).collect::<Vec<_>>(),
+            [task(2, "C2")?]
+        );
+        Ok(())
+    }
+}

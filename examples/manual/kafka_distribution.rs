@@ -1,0 +1,142 @@
+//! The lab intake of `examples/kafka_distribution.rs` without macros: the reply body is a type
+//! implementing `Handle`, and the reply position takes the same `RoundRobin` transform.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_distribution -- run
+//! cargo test --example manual_kafka_distribution
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/readback.rs"]
+mod readback;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+struct Intake;
+
+impl Handle<Sample, Assay> for Intake {
+    fn handle(
+        &self,
+        sample: &Sample,
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<Assay, HandlerOutcome>> {
+        ready(Ok(Assay { sample: sample.id }))
+    }
+}
+
+fn samples() -> KafkaTopic {
+    KafkaTopic::new("samples.distribution").group("lab-intake.distribution")
+}
+
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("lab-intake", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            // Partitions 0, 1, ..., 5, then 0 again: the count is that of `assays.distribution`.
+            // A reply that already names a partition or carries a key keeps its placement.
+            b.include(subscriber(samples(), Intake).reply().build())
+                .out_reply(Publish::default())
+                .transform(RoundRobin::partitions(6));
+        },
+    )
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+/// A sample that reached the lab.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Sample {
+    id: u64,
+}
+
+impl OutgoingDestination for Sample {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "samples.distribution";
+}
+
+impl MessageHeaders for Sample {
+    type Contract = NoHeaders;
+}
+
+/// Work for whichever analyser reads the partition it lands on.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Assay {
+    sample: u64,
+}
+
+impl OutgoingDestination for Assay {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "assays.distribution";
+}
+
+impl MessageHeaders for Assay {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::{Assay, Sample, app, live, readback};
+
+    const SAMPLES: &str = "samples.distribution";
+    const ASSAYS: &str = "assays.distribution";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn six_assays_land_one_on_each_partition() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic(SAMPLES, 1).await?;
+        live::ensure_topic(ASSAYS, 6).await?;
+        let before = readback::log_ends(ASSAYS, 6).await?;
+
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        for id in 1..=6 {
+            tb.broker::<KafkaBroker>()
+                .message(&Sample { id })
+                .publish()
+                .await?;
+        }
+        tb.broker::<KafkaBroker>()
+            .published::<Assay>(ASSAYS)
+            .assert_called(6)
+            .with(&Assay { sample: 6 })
+            .with_options(&KafkaOptions::default().partition(5));
+        tb.shutdown().await?;
+
+        // The cycle in order: the n-th sample's assay on partition n - 1.
+        let landed = readback::committed_values_since(ASSAYS, &before).await?;
+        let expected: Vec<Vec<String>> = (1..=6)
+            .map(|sample| serde_json::to_string(&Assay { sample }).map(|a| vec![a]))
+            .collect::<Result<_, _>>()?;
+        assert_eq!(landed, expected);
+        Ok(())
+    }
+}

@@ -1,0 +1,168 @@
+//! The print service of `examples/kafka_publishing_partition.rs` without macros: the handler is a
+//! type implementing `Handle` over its `Out` entry, and the slot marker and destinations are
+//! written by hand.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_publishing_partition -- run
+//! cargo test --example manual_kafka_publishing_partition
+//! ```
+
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+use ruststream::runtime::{ListOffer, OutSlot, PublishedThrough};
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/readback.rs"]
+mod readback;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// The slot spooled jobs leave through.
+struct Spools;
+
+impl OutSlot for Spools {
+    const NAME: &'static str = "Spools";
+    type Destination = <(Spooled, ()) as ListOffer>::Offer;
+}
+
+impl PublishedThrough<Spools> for Spooled {}
+
+struct Spool;
+
+impl<Entry> Handle<PrintJob, (), Outs<(Entry,)>> for Spool
+where
+    Entry: OutEntry<Spools, Wire: Publisher<Options = KafkaOptions>>,
+{
+    async fn handle(
+        &self,
+        job: &PrintJob,
+        outs: &Outs<(Entry,)>,
+        _ctx: &mut Context<'_>,
+    ) -> Result<(), HandlerOutcome> {
+        let spooled = Spooled { job: job.id };
+        let publish = outs.get(Spools).message(&spooled).partition(job.printer);
+        publish.publish().await.map_err(|err| {
+            // No such printer: retrying cannot help, so the job is turned away.
+            tracing::warn!(job.id, job.printer, %err, "job not spooled");
+            HandlerOutcome::drop()
+        })
+    }
+}
+
+fn jobs() -> KafkaTopic {
+    KafkaTopic::new("print-jobs.publishing-partition").group("print-service.publishing-partition")
+}
+
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("print-service", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            b.include(subscriber(jobs(), Spool).build())
+                .out(Spools, Publish::default())
+                .build();
+        },
+    )
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+/// A document to print on one printer.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct PrintJob {
+    id: u64,
+    printer: i32,
+}
+
+impl OutgoingDestination for PrintJob {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "print-jobs.publishing-partition";
+}
+
+impl MessageHeaders for PrintJob {
+    type Contract = NoHeaders;
+}
+
+/// A job waiting in a printer's spool: partition n of the topic is printer n.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Spooled {
+    job: u64,
+}
+
+impl OutgoingDestination for Spooled {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "spools.publishing-partition";
+}
+
+impl MessageHeaders for Spooled {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::{PrintJob, Spooled, Spools, app, live, readback};
+
+    const JOBS: &str = "print-jobs.publishing-partition";
+    const SPOOLS: &str = "spools.publishing-partition";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_lands_on_its_printers_partition_and_no_other() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic(JOBS, 1).await?;
+        live::ensure_topic(SPOOLS, 3).await?;
+        let before = readback::log_ends(SPOOLS, 3).await?;
+
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        tb.broker::<KafkaBroker>()
+            .message(&PrintJob { id: 4, printer: 2 })
+            .publish()
+            .await?;
+        tb.out::<Spools>()
+            .assert_called_once()
+            .with_options(&KafkaOptions::default().partition(2));
+        tb.broker::<KafkaBroker>()
+            .subscriber(JOBS)
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+
+        // The topic has three partitions, so printer 7 does not exist and the cluster refuses.
+        tb.broker::<KafkaBroker>()
+            .message(&PrintJob { id: 5, printer: 7 })
+            .publish()
+            .await?;
+        tb.broker::<KafkaBroker>()
+            .subscriber(JOBS)
+            .assert_called(2)
+            .settled(HandlerOutcome::drop());
+        tb.shutdown().await?;
+
+        let spooled = serde_json::to_string(&Spooled { job: 4 })?;
+        let landed = readback::committed_values_since(SPOOLS, &before).await?;
+        assert_eq!(landed, [vec![], vec![], vec![spooled]]);
+        Ok(())
+    }
+}

@@ -1,0 +1,206 @@
+//! The fare service of `examples/kafka_transactions_partitions.rs` without macros: the handler
+//! is a type implementing `Handle` over the partition lanes of its default slot, reading the
+//! partition from the Kafka context, and the worker pool is set on the mount.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_transactions_partitions -- run
+//! cargo test --example manual_kafka_transactions_partitions
+//! ```
+
+use std::process::ExitCode;
+
+use ruststream::nonzero;
+use ruststream::runtime::cli::run_main;
+use ruststream_kafka::context::KafkaContext;
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/readback.rs"]
+mod readback;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// Writes a trip's lines in the transaction of the trip's own partition.
+struct Price;
+
+impl<Lanes> Handle<Trip, (), Outs<(Lanes,)>, KafkaContext> for Price
+where
+    Lanes: OutEntry<DefaultSlot, Wire: PartitionLanes>,
+{
+    async fn handle(
+        &self,
+        trip: &Trip,
+        outs: &Outs<(Lanes,)>,
+        ctx: &mut Context<'_, KafkaContext>,
+    ) -> Result<(), HandlerOutcome> {
+        let partition = ctx.context(Partition);
+        let lane = outs
+            .get(DefaultSlot)
+            .for_partition(partition)
+            .await
+            .map_err(|_| HandlerOutcome::retry())?;
+        lane.begin_transaction()
+            .await
+            .map_err(|_| HandlerOutcome::retry())?;
+        for &cents in &trip.charges {
+            let fare = FareLine {
+                trip: trip.id,
+                cents,
+            };
+            if lane.message(&fare).publish().await.is_err() {
+                lane.abort().await.ok();
+                return Err(HandlerOutcome::retry());
+            }
+        }
+        lane.commit().await.map_err(|_| HandlerOutcome::retry())
+    }
+}
+
+fn trips() -> KafkaTopic {
+    KafkaTopic::new("trips.transactions-partitions")
+        .group("fares.transactions-partitions")
+        .commit(Commit::Tracked)
+}
+
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("fares", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            // Transactional ids "fares.transactions-partitions-p0", "...-p1", one per partition.
+            let lanes = Publish::default()
+                .transactional_id("fares.transactions-partitions")
+                .per_partition();
+            let price = subscriber(trips(), Price).workers_by_key(nonzero!(2));
+            b.include(price.build()).out(DefaultSlot, lanes).build();
+        },
+    )
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+/// A finished trip and what it is charged for.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Trip {
+    id: u64,
+    charges: Vec<u32>,
+}
+
+impl OutgoingDestination for Trip {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "trips.transactions-partitions";
+}
+
+impl MessageHeaders for Trip {
+    type Contract = NoHeaders;
+}
+
+/// One charge of a trip.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct FareLine {
+    trip: u64,
+    cents: u32,
+}
+
+impl OutgoingDestination for FareLine {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "fare-lines.transactions-partitions";
+}
+
+impl MessageHeaders for FareLine {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::PARTITION_KEY_HEADER;
+    use ruststream_kafka::prelude::*;
+
+    use super::{FareLine, Trip, app, live, readback};
+
+    const TRIPS: &str = "trips.transactions-partitions";
+    const LINES: &str = "fare-lines.transactions-partitions";
+    const GROUP: &str = "fares.transactions-partitions";
+
+    fn line(trip: u64, cents: u32) -> Result<String, serde_json::Error> {
+        serde_json::to_string(&FareLine { trip, cents })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_partition_commits_its_own_trips() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic(TRIPS, 2).await?;
+        live::ensure_topic(LINES, 1).await?;
+        let before = readback::log_ends(LINES, 1).await?;
+        let trips_before = readback::log_ends(TRIPS, 2).await?;
+
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        // Keyed by cab: "cab-4" hashes to partition 0 of two, "cab-1" to partition 1.
+        for (cab, trip) in [
+            (
+                "cab-4",
+                Trip {
+                    id: 10,
+                    charges: vec![250, 40],
+                },
+            ),
+            (
+                "cab-1",
+                Trip {
+                    id: 11,
+                    charges: vec![900],
+                },
+            ),
+        ] {
+            let key = BTreeMap::from([(PARTITION_KEY_HEADER, cab)]);
+            tb.broker::<KafkaBroker>()
+                .publish_with_headers(TRIPS, &trip, &key)
+                .await?;
+        }
+        let trips_end = readback::log_ends(TRIPS, 2).await?;
+        tb.broker::<KafkaBroker>()
+            .subscriber(TRIPS)
+            .assert_called(2)
+            .settled(HandlerOutcome::ack());
+        tb.shutdown().await?;
+
+        // Every line of both trips committed.
+        let mut committed = readback::committed_values_since(LINES, &before)
+            .await?
+            .remove(0);
+        committed.sort();
+        let mut expected = vec![line(10, 250)?, line(10, 40)?, line(11, 900)?];
+        expected.sort();
+        assert_eq!(committed, expected);
+        // One trip went to each partition, and each partition's offset was committed past it.
+        for (partition, (end, start)) in (0..).zip(trips_end.into_iter().zip(trips_before)) {
+            assert_eq!(end, start + 1);
+            assert_eq!(
+                readback::committed_offset(GROUP, TRIPS, partition).await?,
+                end
+            );
+        }
+        Ok(())
+    }
+}
