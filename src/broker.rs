@@ -33,7 +33,7 @@ use crate::subscription::KafkaTopic;
 
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
-const DEFAULT_ASSIGNMENT_TIMEOUT: Duration = Duration::from_secs(60);
+const DEFAULT_ASSIGNMENT_TIMEOUT: Duration = Duration::from_mins(1);
 
 /// A Kafka cluster to connect to: bootstrap servers, librdkafka properties and the crate's own
 /// bounds. Building it does no I/O.
@@ -224,6 +224,10 @@ pub(crate) struct ConnState {
     /// `bootstrap.servers` and the broker's `config`: the base of every client.
     base: Properties,
     /// The base with the producer overlay.
+    #[allow(
+        dead_code,
+        reason = "used by the transactional producers (transactions work)"
+    )]
     producer_properties: Properties,
     producer_settings: ProducerProperties,
     flush_timeout: Duration,
@@ -257,10 +261,18 @@ impl ConnState {
         &self.base
     }
 
+    #[allow(
+        dead_code,
+        reason = "used by the transactional producers (transactions work)"
+    )]
     pub(crate) fn producer_properties(&self) -> &Properties {
         &self.producer_properties
     }
 
+    #[allow(
+        dead_code,
+        reason = "used by the transactional producers (transactions work)"
+    )]
     pub(crate) fn producer_settings(&self) -> &ProducerProperties {
         &self.producer_settings
     }
@@ -273,6 +285,10 @@ impl ConnState {
         &self.runtime
     }
 
+    #[allow(
+        dead_code,
+        reason = "used by the transactional producers (transactions work)"
+    )]
     pub(crate) fn client(&self) -> &Client {
         &self.client
     }

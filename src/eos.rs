@@ -53,6 +53,10 @@ pub(crate) fn encode_source(topic: &str, partition: i32, offset: i64) -> String 
 }
 
 /// Reads a header value written by [`encode_source`]; `None` when malformed.
+#[allow(
+    dead_code,
+    reason = "read by the exactly-once pipeline (transactions work)"
+)]
 pub(crate) fn decode_source(value: &[u8]) -> Option<(i32, i64, &str)> {
     let text = std::str::from_utf8(value).ok()?;
     let (partition, rest) = text.split_once(':')?;

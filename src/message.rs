@@ -118,7 +118,7 @@ impl KafkaMessage {
             return HeaderMap::new();
         }
         let mut map = HeaderMap::with_capacity(wire.len() + extra);
-        for header in wire.iter() {
+        for header in wire {
             let name = match Str::from_inner(header.key) {
                 Ok(name) => name,
                 Err(bad) => Str::from(String::from_utf8_lossy(&bad.into_inner()).into_owned()),
@@ -190,7 +190,9 @@ impl IncomingMessage for KafkaMessage {
     /// back. Ready at once.
     fn nack(self, requeue: bool) -> impl Future<Output = Result<(), AckError>> + Send {
         ready(match (&self.core.commit, requeue) {
-            (Commit::Auto, false) => Ok(()),
+            // Under Transactional a requeue is the open window's business: it aborts, and its
+            // replay brings the record back.
+            (Commit::Auto, false) | (Commit::Transactional(_), true) => Ok(()),
             (Commit::Auto, true) => Err(AckError::Unsupported),
             (Commit::Tracked | Commit::Transactional(_), false) => self.settle(),
             (Commit::Tracked, true) => {
@@ -198,7 +200,6 @@ impl IncomingMessage for KafkaMessage {
                 core.requeue(self);
                 Ok(())
             }
-            (Commit::Transactional(_), true) => Ok(()),
         })
     }
 }

@@ -233,7 +233,7 @@ impl fmt::Debug for KafkaSubscriber {
         f.debug_struct("KafkaSubscriber")
             .field("topic", &self.core.name)
             .field("commit", &self.core.commit)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -290,12 +290,12 @@ impl KafkaSubscriber {
                 return Some(Ok(message));
             }
             if let Some(current) = &mut self.current {
-                if current.part.is_current(current.generation) {
-                    if let Some(record) = current.records.next() {
-                        let part = Arc::clone(&current.part);
-                        let generation = current.generation;
-                        return Some(Ok(self.hand_over(part, generation, record)));
-                    }
+                if current.part.is_current(current.generation)
+                    && let Some(record) = current.records.next()
+                {
+                    let part = Arc::clone(&current.part);
+                    let generation = current.generation;
+                    return Some(Ok(self.hand_over(part, generation, record)));
                 }
                 self.current = None;
             }
@@ -557,7 +557,7 @@ async fn none_exists(client: &Client, topics: &[String]) -> bool {
     if client.refresh_metadata(&names).await.is_err() {
         return false;
     }
-    client.with_metadata(|m| topics.iter().all(|t| m.topics.get(t.as_str()).is_none()))
+    client.with_metadata(|m| topics.iter().all(|t| !m.topics.contains_key(t.as_str())))
 }
 
 const WAIT_STEP: Duration = Duration::from_millis(10);
@@ -807,10 +807,10 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
             .await
             .map_err(KafkaError::consume)?;
         // The next commit carries the new position, never one past records the seek replays.
-        if core.commit != Commit::Auto || core.auto_store {
-            if let Some(position) = core.consumer.position(&tp) {
-                let _ = core.consumer.store_offset(&tp, position);
-            }
+        if (core.commit != Commit::Auto || core.auto_store)
+            && let Some(position) = core.consumer.position(&tp)
+        {
+            let _ = core.consumer.store_offset(&tp, position);
         }
     }
     core.wake.wake();

@@ -541,6 +541,9 @@ mod message_size_tests {
         let header = Header::new(Bytes::from_static(b"n"), Some(Bytes::from(vec![0u8; 64])));
         let value = vec![0u8; 1_000_000 - 36 - 68];
         assert_eq!(message_size(None, Some(&value), &[header]), 1_000_000);
-        assert_eq!(message_size(None, Some(&[0u8; 999_964]), &[]), 1_000_000);
+        assert_eq!(
+            message_size(None, Some(&vec![0u8; 999_964]), &[]),
+            1_000_000
+        );
     }
 }
