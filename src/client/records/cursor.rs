@@ -63,6 +63,12 @@ impl Cursor {
 
     pub fn varlong(&mut self) -> Result<i64> {
         // Read from the slice and advance once: a record has seven varints, most of one byte.
+        if let Some(&b) = self.buf.first()
+            && b & 0x80 == 0
+        {
+            self.buf.advance(1);
+            return Ok(i64::from(b >> 1) ^ -i64::from(b & 1));
+        }
         let mut z: u64 = 0;
         for (i, &b) in self.buf.iter().take(10).enumerate() {
             z |= u64::from(b & 0x7f) << (7 * i);
