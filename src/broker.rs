@@ -329,7 +329,17 @@ impl ConnState {
     }
 
     /// The shared producer, created on first use (racing first publishes share one).
+    ///
+    /// Once it exists this is a plain read: the creation path is a boxed future of its own, so
+    /// that every publish future does not carry the room it needs.
     pub(crate) async fn producer(&self) -> Result<&Producer, KafkaError> {
+        match self.producer.get() {
+            Some(producer) => Ok(producer),
+            None => Box::pin(self.create_producer()).await,
+        }
+    }
+
+    async fn create_producer(&self) -> Result<&Producer, KafkaError> {
         self.producer
             .get_or_try_init(|| async {
                 let config: ProducerConfig = self.producer_settings().producer_config();

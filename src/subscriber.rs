@@ -55,10 +55,27 @@ pub(crate) struct Partition {
     pub tracked: Tracked,
 }
 
+/// The topic name as bytes, so that a [`Str`] can share it.
+struct TopicName(Arc<str>);
+
+impl AsRef<[u8]> for TopicName {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+/// The partition's topic as a [`Str`] over the partition's own name (no copy). It is shared
+/// from the start: a `Str` made from a `String` allocates on its first clone, which would
+/// charge the first delivery context of the partition an allocation.
+fn shared_topic(topic: &Arc<str>) -> Str {
+    Str::from_inner(bytes::Bytes::from_owner(TopicName(Arc::clone(topic))))
+        .unwrap_or_else(|_| Str::from(topic.to_string()))
+}
+
 impl Partition {
     fn new(tp: TopicPartition) -> Self {
         Self {
-            topic: Str::from(tp.topic.to_string()),
+            topic: shared_topic(&tp.topic),
             text: tp.partition.to_string().into_boxed_str(),
             tp,
             generation: AtomicU64::new(0),

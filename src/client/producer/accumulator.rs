@@ -210,6 +210,24 @@ impl Shared {
     /// The partition count of `topic`, looking it up (and waiting for it to exist, within the
     /// message timeout) when needed.
     async fn partition_count(&self, topic: &str) -> Result<i32> {
+        match self.known_partition_count(topic) {
+            Some(count) => count,
+            // Learning a topic is rare: its future is boxed so that every send does not carry it.
+            None => Box::pin(self.learn_partition_count(topic)).await,
+        }
+    }
+
+    /// The partition count the metadata already has for `topic`.
+    fn known_partition_count(&self, topic: &str) -> Option<Result<i32>> {
+        let n = self
+            .client
+            .with_metadata(|m| m.topics.get(topic).map(|t| t.partitions.len()))?;
+        (n > 0).then(|| i32::try_from(n).map_err(|_| Error::protocol("partition count")))
+    }
+
+    /// Refreshes the metadata until it knows `topic`'s partitions, or `message.timeout.ms`
+    /// (at most a minute) passes.
+    async fn learn_partition_count(&self, topic: &str) -> Result<i32> {
         let deadline = Instant::now() + self.config.message_timeout.min(Duration::from_mins(1));
         let mut backoff = self.client.retry_backoff();
         loop {
@@ -398,22 +416,18 @@ impl Shared {
     }
 
     async fn reserve(&self, size: usize, timeout: Option<Duration>) -> Result<()> {
-        let max_bytes = self.config.queue_max_kbytes.saturating_mul(1024);
+        // The common case, a queue with room, registers no waiter.
+        if self.try_reserve(size) {
+            return Ok(());
+        }
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             let notified = self.settled.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            {
-                let mut state = self.lock();
-                // A record larger than the byte budget may still go alone into an empty queue.
-                let fits_bytes =
-                    state.queued_bytes + size <= max_bytes || state.queued_messages == 0;
-                if state.queued_messages < self.config.queue_max_messages && fits_bytes {
-                    state.queued_messages += 1;
-                    state.queued_bytes += size;
-                    return Ok(());
-                }
+            // Looked at again once registered: a release in between is not missed.
+            if self.try_reserve(size) {
+                return Ok(());
             }
             if self.closed.load(Ordering::Acquire) {
                 return Err(Error::Closed("producer".into()));
@@ -428,6 +442,21 @@ impl Shared {
                     }
                 }
             }
+        }
+    }
+
+    /// Takes queue space for one record of `size` bytes, if there is room.
+    fn try_reserve(&self, size: usize) -> bool {
+        let max_bytes = self.config.queue_max_kbytes.saturating_mul(1024);
+        let mut state = self.lock();
+        // A record larger than the byte budget may still go alone into an empty queue.
+        let fits_bytes = state.queued_bytes + size <= max_bytes || state.queued_messages == 0;
+        if state.queued_messages < self.config.queue_max_messages && fits_bytes {
+            state.queued_messages += 1;
+            state.queued_bytes += size;
+            true
+        } else {
+            false
         }
     }
 

@@ -62,13 +62,25 @@ impl Cursor {
     }
 
     pub fn varlong(&mut self) -> Result<i64> {
+        // Read from the slice and advance once: a record has seven varints, most of one byte.
+        if let Some(&b) = self.buf.first()
+            && b & 0x80 == 0
+        {
+            self.buf.advance(1);
+            return Ok(i64::from(b >> 1) ^ -i64::from(b & 1));
+        }
         let mut z: u64 = 0;
-        for i in 0..10 {
-            let b = self.i8()? as u8;
+        for (i, &b) in self.buf.iter().take(10).enumerate() {
             z |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
+                self.buf.advance(i + 1);
                 return Ok(((z >> 1) as i64) ^ -((z & 1) as i64));
             }
+        }
+        if self.buf.len() < 10 {
+            // Truncated: the error reading one byte past the end gives.
+            self.buf.advance(self.buf.len());
+            self.need(1)?;
         }
         Err(Error::protocol("varlong longer than 10 bytes"))
     }
@@ -105,5 +117,22 @@ mod tests {
         assert!(c.nullable_bytes().is_err());
         let mut c = Cursor::new(Bytes::from_static(&[1]));
         assert_eq!(c.nullable_bytes().ok(), Some(None));
+    }
+
+    #[test]
+    fn a_bad_varlong_fails() {
+        let mut c = Cursor::new(Bytes::from_static(&[0x80, 0x80]));
+        assert_eq!(
+            c.varlong().map_err(|e| e.to_string()).err().as_deref(),
+            Cursor::new(Bytes::new())
+                .i8()
+                .map_err(|e| e.to_string())
+                .err()
+                .as_deref(),
+            "a truncated varlong fails as a read past the end"
+        );
+        let mut c = Cursor::new(Bytes::from_static(&[0xff; 11]));
+        let err = c.varlong().err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("longer than 10 bytes"), "{err}");
     }
 }

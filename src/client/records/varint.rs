@@ -54,6 +54,10 @@ mod tests {
             let mut out = Vec::new();
             put_varlong(&mut out, v);
             assert_eq!(out.len(), varlong_size(v), "{v}");
+            out.push(7);
+            let mut cursor = super::super::cursor::Cursor::new(out.into());
+            assert_eq!(cursor.varlong().ok(), Some(v), "read back");
+            assert_eq!(cursor.remaining(), 1, "{v}: only the varlong was read");
         }
         let mut out = Vec::new();
         put_varint(&mut out, -1);
