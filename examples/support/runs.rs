@@ -102,3 +102,30 @@ pub async fn topic(topic: &str, partitions: i32) -> Result<(), Box<dyn Error>> {
     }
     super::live::ensure_topic(topic, partitions).await
 }
+
+/// Publishes `records` (JSON values) to `topic` in order, each under its record key.
+pub async fn seed_keyed<T: serde::Serialize>(
+    topic: &str,
+    records: &[(&str, T)],
+) -> Result<(), Box<dyn Error>> {
+    let broker = KafkaBroker::new([super::live::bootstrap()])
+        .connect()
+        .await?;
+    let publisher = broker.publisher(KafkaPublish::default());
+    for (key, record) in records {
+        let bytes = serde_json::to_vec(record)?;
+        let mut headers = ruststream::HeaderMap::default();
+        headers.insert(
+            ruststream_kafka::PARTITION_KEY_HEADER,
+            key.as_bytes().to_vec(),
+        );
+        publisher
+            .publish(
+                OutgoingMessage::new(topic, &bytes[..]).with_headers(headers),
+                None,
+            )
+            .await?;
+    }
+    broker.shutdown().await?;
+    Ok(())
+}
