@@ -1,0 +1,110 @@
+//! The delivery's Kafka fields as handler parameters: `Ctx<Topic>`, `Ctx<Partition>`,
+//! `Ctx<Offset>`, `Ctx<TimestampMillis>` and `Ctx<Key>` each take one field off the delivery's
+//! `KafkaContext`.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example kafka_context_fields -- run
+//! cargo test --example kafka_context_fields
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+#[path = "support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::context::keys::{Key, Offset, TimestampMillis};
+use ruststream_kafka::prelude::*;
+
+/// Issues a receipt for a parcel dropped into a locker: where the record sits in the log, when
+/// it was stamped, and the courier it was keyed by.
+#[subscriber(
+    KafkaTopic::new("locker-drops.kafka_context_fields").group("lockers.kafka_context_fields"),
+    reply
+)]
+async fn receipt(
+    drop: &LockerDrop,
+    Ctx(topic): Ctx<Topic>,
+    Ctx(partition): Ctx<Partition>,
+    Ctx(offset): Ctx<Offset>,
+    Ctx(stamped_at): Ctx<TimestampMillis>,
+    Ctx(courier): Ctx<Key>,
+) -> DropReceipt {
+    DropReceipt {
+        locker: drop.locker,
+        record: format!("{topic}/{partition}@{offset}"),
+        stamped_at,
+        courier: courier.map(|key| String::from_utf8_lossy(&key).into_owned()),
+    }
+}
+
+#[ruststream::app]
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("lockers", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            b.include(receipt);
+        },
+    )
+}
+// --8<-- [end:app]
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct LockerDrop {
+    locker: u32,
+}
+
+#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[outgoing(name = "drop-receipts.kafka_context_fields")]
+struct DropReceipt {
+    locker: u32,
+    record: String,
+    stamped_at: Option<i64>,
+    courier: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::runs::{eventually, now_millis, recreate_topic, seed_keyed};
+    use super::{DropReceipt, LockerDrop, app};
+
+    const DROPS: &str = "locker-drops.kafka_context_fields";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_receipt_carries_the_delivery_fields() -> Result<(), Box<dyn Error>> {
+        recreate_topic(DROPS, 1).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let before = now_millis();
+        seed_keyed(DROPS, &[("courier-17", LockerDrop { locker: 88 })]).await?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let receipts = || kafka.published::<DropReceipt>("drop-receipts.kafka_context_fields");
+        eventually("the receipt", || !receipts().messages().is_empty()).await?;
+        let [receipt] = <[DropReceipt; 1]>::try_from(receipts().decoded())
+            .map_err(|all| format!("one receipt expected: {all:?}"))?;
+        assert_eq!(receipt.locker, 88);
+        // The topic was created for this run, so the drop is its first record.
+        assert_eq!(receipt.record, format!("{DROPS}/0@0"));
+        assert_eq!(receipt.courier.as_deref(), Some("courier-17"));
+        let stamped_at = receipt.stamped_at.ok_or("no timestamp")?;
+        assert!(stamped_at >= before - 1_000, "{stamped_at} < {before}");
+        tb.shutdown().await?;
+        Ok(())
+    }
+}

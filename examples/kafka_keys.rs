@@ -1,0 +1,116 @@
+//! Record keys and worker lanes: with `LaneKey::RecordKey`, `workers(n, by_key)` keeps the
+//! records of one key in order on one lane while other keys run beside it. The default,
+//! `LaneKey::Partition`, keeps a whole partition on one lane.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example kafka_keys -- run
+//! cargo test --example kafka_keys
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+#[path = "support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::context::keys::Key;
+use ruststream_kafka::prelude::*;
+
+/// Applies a thermostat set point. Set points for one room (the record key) apply in the order
+/// they were sent; four rooms are handled at a time.
+#[subscriber(
+    KafkaTopic::new("set-points.kafka_keys")
+        .group("thermostats.kafka_keys")
+        .lane_key(LaneKey::RecordKey),
+    workers(4, by_key)
+)]
+async fn apply(set_point: &SetPoint, Ctx(room): Ctx<Key>) -> HandlerOutcome {
+    let room = room.as_deref().map(String::from_utf8_lossy);
+    tracing::info!(?room, set_point.seq, set_point.celsius, "set point applied");
+    HandlerOutcome::ack()
+}
+
+#[ruststream::app]
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("thermostats", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            b.include(apply);
+        },
+    )
+}
+// --8<-- [end:app]
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct SetPoint {
+    room: String,
+    seq: u32,
+    celsius: f32,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::runs::{eventually, seed_keyed, topic};
+    use super::{SetPoint, app};
+
+    const SET_POINTS: &str = "set-points.kafka_keys";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_room_applies_its_set_points_in_order() -> Result<(), Box<dyn Error>> {
+        topic(SET_POINTS, 1).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let set_point = |room: &str, seq: u32| SetPoint {
+            room: room.to_owned(),
+            seq,
+            celsius: 19.5,
+        };
+        let rooms = [
+            "kitchen", "study", "kitchen", "hall", "study", "kitchen", "hall",
+        ];
+        let records: Vec<(&str, SetPoint)> = rooms
+            .iter()
+            .zip(1..)
+            .map(|(room, seq)| (*room, set_point(room, seq)))
+            .collect();
+        seed_keyed(SET_POINTS, &records).await?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let applied = kafka.subscriber(SET_POINTS);
+        eventually("every set point", || {
+            applied.received::<SetPoint>().len() >= rooms.len()
+        })
+        .await?;
+        let received = applied.received::<SetPoint>();
+        for room in ["kitchen", "study", "hall"] {
+            let seqs: Vec<u32> = received
+                .iter()
+                .filter(|set_point| set_point.room == room)
+                .map(|set_point| set_point.seq)
+                .collect();
+            let sent: Vec<u32> = records
+                .iter()
+                .filter(|(key, _)| *key == room)
+                .map(|(_, set_point)| set_point.seq)
+                .collect();
+            assert_eq!(seqs, sent, "{room}");
+        }
+        tb.shutdown().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,141 @@
+//! `ToSourceTopic`: a subscription over several topics owes each retry a destination, and this
+//! transform sends the copy back to the topic its delivery arrived on, so the other topics of the
+//! set never see it.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example kafka_settlement_source_topic -- run
+//! cargo test --example kafka_settlement_source_topic
+//! ```
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+#[path = "support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// Books a ferry crossing from either harbour. Reading the topic is what hands the Kafka context
+/// to the retry position, where `ToSourceTopic` reads it.
+#[subscriber(
+    KafkaTopics::new([
+        "crossings-north.kafka_settlement_source_topic",
+        "crossings-south.kafka_settlement_source_topic",
+    ])
+    .group("ferry.kafka_settlement_source_topic")
+    .commit(Commit::Tracked)
+)]
+async fn book(
+    crossing: &Crossing,
+    Ctx(harbour): Ctx<Topic>,
+    State(manifest): State<Arc<Manifest>>,
+) -> HandlerOutcome {
+    if !manifest.reserve(crossing) {
+        tracing::warn!(crossing.vehicle, %harbour, "manifest busy, retrying");
+        return HandlerOutcome::retry();
+    }
+    tracing::info!(crossing.vehicle, %harbour, "crossing booked");
+    HandlerOutcome::ack()
+}
+
+/// What the handlers share, built once at startup.
+#[derive(Clone, Default, FromRef)]
+struct AppState {
+    manifest: Arc<Manifest>,
+}
+
+#[ruststream::app]
+fn app() -> impl App<State = AppState> {
+    RustStream::new(AppInfo::new("ferry", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(AppState::default()))
+        .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {
+            // Three deliveries at most; each retry is a copy sent back to its own harbour's
+            // topic.
+            b.include(book)
+                .max_attempts(nonzero!(3u32))
+                .dead_letter("crossings-dlq.kafka_settlement_source_topic")
+                .out_retry(Publish::default())
+                .transform(ToSourceTopic);
+        })
+}
+// --8<-- [end:app]
+
+/// A manifest that is busy the first time it sees a vehicle.
+#[derive(Debug, Default)]
+struct Manifest {
+    seen: Mutex<HashSet<String>>,
+}
+
+impl Manifest {
+    fn reserve(&self, crossing: &Crossing) -> bool {
+        self.seen
+            .lock()
+            .is_ok_and(|mut seen| !seen.insert(crossing.vehicle.clone()))
+    }
+}
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Crossing {
+    vehicle: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::runtime::RETRY_COUNT_HEADER;
+    use ruststream::testing::{Outcome, TestApp};
+    use ruststream_kafka::prelude::*;
+
+    use super::runs::{eventually, topic};
+    use super::{Crossing, app};
+
+    const NORTH: &str = "crossings-north.kafka_settlement_source_topic";
+    const SOUTH: &str = "crossings-south.kafka_settlement_source_topic";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_retry_goes_back_to_its_own_harbour() -> Result<(), Box<dyn Error>> {
+        topic(NORTH, 1).await?;
+        topic(SOUTH, 1).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        let crossing = Crossing {
+            vehicle: "HB-2231".to_owned(),
+        };
+        kafka.publish(SOUTH, &crossing).await?;
+
+        let ferry = kafka.subscriber(&format!("{NORTH},{SOUTH}"));
+        eventually("the retried booking", || ferry.outcomes().len() >= 2).await?;
+        assert_eq!(ferry.outcomes(), [Outcome::Nack, Outcome::Ack]);
+        assert_eq!(ferry.received::<Crossing>().len(), 2);
+
+        // The test's own publish and the retry copy, both on the south harbour's topic.
+        let south = kafka.published::<Crossing>(SOUTH);
+        let copies = south.messages();
+        assert_eq!(copies.len(), 2);
+        assert_eq!(
+            copies[1].headers().get_str(RETRY_COUNT_HEADER),
+            Some("1"),
+            "{:?}",
+            copies[1].headers()
+        );
+        kafka.published::<Crossing>(NORTH).assert_not_called();
+        tb.shutdown().await?;
+        Ok(())
+    }
+}

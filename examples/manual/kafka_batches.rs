@@ -1,0 +1,146 @@
+//! The service of `examples/kafka_batches.rs` without macros: the handler is a type implementing
+//! `Handle<[T]>`, the batch size is named on `subscriber(..)`, and `main` runs the command line
+//! by hand.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_batches -- run
+//! cargo test --example manual_kafka_batches
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// Books the canteen's meal tickets in bulk: a ticket without an amount is set aside, every
+/// other one is booked.
+struct Book;
+
+impl Handle<[MealTicket]> for Book {
+    fn handle(
+        &self,
+        tickets: &[MealTicket],
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<(), Vec<HandlerOutcome>>> {
+        tracing::info!(count = tickets.len(), "booking meal tickets");
+        // One outcome per ticket, in slice order.
+        ready(Err(tickets
+            .iter()
+            .map(|ticket| {
+                if ticket.cents == 0 {
+                    HandlerOutcome::drop()
+                } else {
+                    HandlerOutcome::ack()
+                }
+            })
+            .collect()))
+    }
+}
+
+fn app() -> impl App {
+    let tickets = KafkaTopic::new("meal-tickets.manual_kafka_batches")
+        .group("canteen.manual_kafka_batches")
+        .commit(Commit::Tracked)
+        .start(StartOffset::Earliest);
+    RustStream::new(AppInfo::new("canteen", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            // At most 50 tickets per call.
+            b.include(subscriber(tickets, Book).batch(nonzero!(50)).build());
+        },
+    )
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct MealTicket {
+    employee: u32,
+    cents: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::{Outcome, TestApp};
+    use ruststream_kafka::prelude::*;
+
+    use super::runs::{eventually, recreate_topic, seed};
+    use super::{MealTicket, app};
+
+    const TICKETS: &str = "meal-tickets.manual_kafka_batches";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn waiting_tickets_arrive_in_one_call_and_settle_one_by_one() -> Result<(), Box<dyn Error>>
+    {
+        recreate_topic(TICKETS, 1).await?;
+        let tickets = [
+            MealTicket {
+                employee: 4,
+                cents: 650,
+            },
+            MealTicket {
+                employee: 5,
+                cents: 0,
+            },
+            MealTicket {
+                employee: 6,
+                cents: 720,
+            },
+        ];
+        // The three tickets wait in the log before the canteen starts.
+        seed(TICKETS, None, &tickets).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let booked = kafka.subscriber(TICKETS);
+        eventually("the three tickets", || {
+            booked.received::<MealTicket>().len() >= 3
+        })
+        .await?;
+        assert_eq!(booked.batches::<MealTicket>(), [tickets]);
+        tb.shutdown().await?;
+
+        // Every ticket of the batch was settled, the one set aside too: the canteen restarted in
+        // its group reads only what follows.
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let late = MealTicket {
+            employee: 7,
+            cents: 590,
+        };
+        seed(TICKETS, None, &[&late]).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        let booked = kafka.subscriber(TICKETS);
+        eventually("the late ticket", || {
+            !booked.received::<MealTicket>().is_empty()
+        })
+        .await?;
+        assert_eq!(booked.batches::<MealTicket>(), [[late]]);
+        assert_eq!(booked.outcomes(), [Outcome::Ack]);
+        tb.shutdown().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,208 @@
+//! The service of `examples/kafka_broker_errors.rs` without macros: the handler is a type
+//! implementing `Handle` over the `Outs` of its slot, the slot is declared by hand, and `main`
+//! runs the command line by hand.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_broker_errors -- run
+//! cargo test --example manual_kafka_broker_errors
+//! ```
+
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// The slot print jobs leave through.
+struct PrintJobs;
+
+impl OutSlot for PrintJobs {
+    const NAME: &'static str = "PrintJobs";
+    // `PrintJob` names its own topic, so nothing on this slot may name one.
+    type Destination = Reads;
+}
+
+// `#[publishes(PrintJob)]` by hand: the job is what leaves through the slot.
+impl ruststream::runtime::PublishedThrough<PrintJobs> for PrintJob {}
+
+/// Lays out every copy of a photo order as one print job.
+struct LayOut;
+
+impl<Entry> Handle<PhotoOrder, (), Outs<(Entry,)>> for LayOut
+where
+    Entry: OutEntry<PrintJobs, Wire: Publisher>,
+{
+    async fn handle(
+        &self,
+        order: &PhotoOrder,
+        outs: &Outs<(Entry,)>,
+        _ctx: &mut Context<'_>,
+    ) -> Result<(), HandlerOutcome> {
+        let job = PrintJob {
+            order: order.order,
+            sheets: (1..=order.copies)
+                .map(|copy| format!("{}#{copy:04}", order.order))
+                .collect(),
+        };
+        if let Err(err) = outs.get(PrintJobs).message(&job).publish().await {
+            // The error names the topic and why the producer refused the record. A job over the
+            // producer's size limit would be refused again, so the order is set aside, not
+            // retried.
+            tracing::error!(order.order, error = %err, "print job refused");
+            return Err(HandlerOutcome::drop());
+        }
+        Ok(())
+    }
+}
+
+fn app() -> impl App {
+    let broker = KafkaBroker::new([live::bootstrap()])
+        .default_group("print-shop.manual_kafka_broker_errors")
+        .producer_config("message.max.bytes", "4096");
+    RustStream::new(AppInfo::new("print-shop", "0.1.0")).with_broker(broker, |b| {
+        b.include(subscriber("photo-orders.manual_kafka_broker_errors", LayOut).build())
+            .out(PrintJobs, Publish::default())
+            .build();
+    })
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct PhotoOrder {
+    order: u64,
+    copies: u32,
+}
+
+impl OutgoingDestination for PhotoOrder {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "photo-orders.manual_kafka_broker_errors";
+}
+
+impl MessageHeaders for PhotoOrder {
+    type Contract = NoHeaders;
+}
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct PrintJob {
+    order: u64,
+    sheets: Vec<String>,
+}
+
+impl OutgoingDestination for PrintJob {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "print-jobs.manual_kafka_broker_errors";
+}
+
+impl MessageHeaders for PrintJob {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::{Outcome, TestApp};
+    use ruststream_kafka::KafkaError;
+    use ruststream_kafka::prelude::*;
+
+    use super::{LayOut, PhotoOrder, PrintJob, PrintJobs, app};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_accepted_job_acks_and_a_refused_one_sets_the_order_aside()
+    -> Result<(), Box<dyn Error>> {
+        super::runs::topic("photo-orders.manual_kafka_broker_errors", 1).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        tb.broker::<KafkaBroker>()
+            .message(&PhotoOrder {
+                order: 41,
+                copies: 2,
+            })
+            .publish()
+            .await?;
+        // About 6 000 bytes of sheets: over the producer's 4 096.
+        tb.broker::<KafkaBroker>()
+            .message(&PhotoOrder {
+                order: 42,
+                copies: 600,
+            })
+            .publish()
+            .await?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let orders = kafka.subscriber("photo-orders.manual_kafka_broker_errors");
+        assert_eq!(
+            orders.received::<PhotoOrder>(),
+            [
+                PhotoOrder {
+                    order: 41,
+                    copies: 2,
+                },
+                PhotoOrder {
+                    order: 42,
+                    copies: 600,
+                },
+            ]
+        );
+        assert_eq!(orders.outcomes(), [Outcome::Ack, Outcome::Drop]);
+        tb.broker::<KafkaBroker>()
+            .published::<PrintJob>("print-jobs.manual_kafka_broker_errors")
+            .assert_called_once()
+            .with(&PrintJob {
+                order: 41,
+                sheets: vec!["41#0001".to_owned(), "41#0002".to_owned()],
+            });
+        tb.shutdown().await?;
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_startup_carries_the_kafka_error() {
+        // No bootstrap server to ask: the broker refuses before it opens a connection.
+        let app = RustStream::new(AppInfo::new("print-shop", "0.1.0")).with_broker(
+            KafkaBroker::new(Vec::<String>::new()).default_group("print-shop"),
+            |b| {
+                b.include(subscriber("photo-orders.manual_kafka_broker_errors", LayOut).build())
+                    .out(PrintJobs, Publish::default())
+                    .build();
+            },
+        );
+
+        let failed = TestApp::start_live_within(app, Duration::from_secs(30))
+            .await
+            .err();
+        let mut cause: Option<&(dyn Error + 'static)> = failed.as_ref().map(|err| err as _);
+        while let Some(err) = cause {
+            if let Some(kafka) = err.downcast_ref::<KafkaError>() {
+                assert!(matches!(kafka, KafkaError::InvalidOptions(_)), "{kafka}");
+                return;
+            }
+            cause = err.source();
+        }
+        panic!("startup did not fail with a KafkaError: {failed:?}");
+    }
+}

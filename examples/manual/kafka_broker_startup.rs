@@ -1,0 +1,149 @@
+//! The service of `examples/kafka_broker_startup.rs` without macros: the handler is a type
+//! implementing `Handle`, and `main` runs the command line by hand.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_broker_startup -- run
+//! cargo test --example manual_kafka_broker_startup
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// Checks a boarding pass in at the gate.
+struct Board;
+
+impl Handle<BoardingPass> for Board {
+    fn handle(
+        &self,
+        pass: &BoardingPass,
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<(), HandlerOutcome>> {
+        tracing::info!(pass.seat, "boarded");
+        ready(Ok(()))
+    }
+}
+
+fn service(broker: KafkaBroker) -> impl App {
+    RustStream::new(AppInfo::new("gate", "0.1.0")).with_broker(broker, |b| {
+        b.include(subscriber("boarding-passes.manual_kafka_broker_startup", Board).build());
+    })
+}
+
+fn broker(servers: &str, group: &str) -> KafkaBroker {
+    KafkaBroker::new([servers])
+        .default_group(group)
+        // A cluster that does not answer within five seconds fails the start.
+        .connect_timeout(Duration::from_secs(5))
+        // So does a group that has not handed this service its partitions within twenty.
+        .assignment_timeout(Duration::from_secs(20))
+}
+
+fn app() -> impl App {
+    service(broker(
+        &live::bootstrap(),
+        "gate.manual_kafka_broker_startup",
+    ))
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct BoardingPass {
+    seat: String,
+}
+
+impl OutgoingDestination for BoardingPass {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "boarding-passes.manual_kafka_broker_startup";
+}
+
+impl MessageHeaders for BoardingPass {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::{Duration, Instant};
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::runs::fresh;
+    use super::{BoardingPass, app, broker, service};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unreachable_cluster_fails_within_the_connect_timeout() {
+        let started = Instant::now();
+        let broker = broker("127.0.0.1:1", "gate").connect_timeout(Duration::from_secs(2));
+
+        let failed = TestApp::start_live_within(service(broker), Duration::from_secs(30)).await;
+        assert!(failed.is_err());
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_group_that_cannot_assign_in_time_fails_startup() -> Result<(), Box<dyn Error>> {
+        super::runs::topic("boarding-passes.manual_kafka_broker_startup", 1).await?;
+        let broker = broker(&super::live::bootstrap(), &fresh("gate-impatient"))
+            .assignment_timeout(Duration::from_millis(1));
+
+        let refused = TestApp::start_live_within(service(broker), Duration::from_secs(30))
+            .await
+            .err()
+            .map(|err| err.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|err| err.contains("was not assigned its partitions")),
+            "{refused:?}"
+        );
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_started_service_reads_what_follows() -> Result<(), Box<dyn Error>> {
+        super::runs::topic("boarding-passes.manual_kafka_broker_startup", 1).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let pass = BoardingPass {
+            seat: "14C".to_owned(),
+        };
+        tb.broker::<KafkaBroker>().message(&pass).publish().await?;
+
+        tb.broker::<KafkaBroker>()
+            .subscriber("boarding-passes.manual_kafka_broker_startup")
+            .assert_called_once()
+            .with(&pass)
+            .settled(HandlerOutcome::ack());
+        tb.shutdown().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,218 @@
+//! The service of `examples/kafka_multi_topic.rs` without macros: the topic sets are built in
+//! `app`, the handlers are types implementing `Handle` that read the topic off their context,
+//! and `main` runs the command line by hand.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_multi_topic -- run
+//! cargo test --example manual_kafka_multi_topic
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::context::KafkaContext;
+use ruststream_kafka::prelude::*;
+
+/// Puts a flight on the board, saying which topic it came from.
+struct Show;
+
+impl Handle<Flight, BoardLine, (), KafkaContext> for Show {
+    fn handle(
+        &self,
+        flight: &Flight,
+        _outs: &(),
+        ctx: &mut Context<'_, KafkaContext>,
+    ) -> impl Future<Output = Result<BoardLine, HandlerOutcome>> {
+        ready(Ok(BoardLine {
+            flight: flight.code.clone(),
+            topic: ctx.context(Topic).to_string(),
+        }))
+    }
+}
+
+/// Logs a sighting.
+struct LogSighting;
+
+impl Handle<Sighting, (), (), KafkaContext> for LogSighting {
+    fn handle(
+        &self,
+        sighting: &Sighting,
+        _outs: &(),
+        ctx: &mut Context<'_, KafkaContext>,
+    ) -> impl Future<Output = Result<(), HandlerOutcome>> {
+        let topic = ctx.context(Topic);
+        tracing::info!(sighting.ring, %topic, "sighting logged");
+        ready(Ok(()))
+    }
+}
+
+fn app() -> impl App {
+    let flights = KafkaTopics::new([
+        "arrivals.manual_kafka_multi_topic",
+        "departures.manual_kafka_multi_topic",
+    ])
+    .group("board.manual_kafka_multi_topic");
+    // Every `sightings-<species>` topic there is, those created later too.
+    let sightings = KafkaTopics::pattern("^sightings-[a-z]+\\.manual_kafka_multi_topic$")
+        .group("survey.manual_kafka_multi_topic");
+    RustStream::new(AppInfo::new("airfield", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            // A set of topics is no single topic a copy could go to: a retried delivery goes
+            // back to the topic it arrived on.
+            b.include(subscriber(flights, Show).reply().build())
+                .out_retry(Publish::default())
+                .transform(ToSourceTopic);
+            b.include(subscriber(sightings, LogSighting).build())
+                .out_retry(Publish::default())
+                .transform(ToSourceTopic);
+        },
+    )
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Flight {
+    code: String,
+}
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct BoardLine {
+    flight: String,
+    topic: String,
+}
+
+impl OutgoingDestination for BoardLine {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "board.manual_kafka_multi_topic";
+}
+
+impl MessageHeaders for BoardLine {
+    type Contract = NoHeaders;
+}
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Sighting {
+    ring: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::runs::{eventually, seed, topic};
+    use super::{BoardLine, Flight, Sighting, app};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_listed_topic_and_every_matching_one_is_read() -> Result<(), Box<dyn Error>> {
+        for name in [
+            "arrivals.manual_kafka_multi_topic",
+            "departures.manual_kafka_multi_topic",
+            "sightings-owls.manual_kafka_multi_topic",
+            "sightings-foxes.manual_kafka_multi_topic",
+        ] {
+            topic(name, 1).await?;
+        }
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+
+        let flight = |code: &str| Flight {
+            code: code.to_owned(),
+        };
+        seed(
+            "arrivals.manual_kafka_multi_topic",
+            None,
+            &[flight("LX318")],
+        )
+        .await?;
+        seed(
+            "departures.manual_kafka_multi_topic",
+            None,
+            &[flight("AY1072")],
+        )
+        .await?;
+        let sighting = |ring: &str| Sighting {
+            ring: ring.to_owned(),
+        };
+        seed(
+            "sightings-owls.manual_kafka_multi_topic",
+            None,
+            &[sighting("O-4")],
+        )
+        .await?;
+        seed(
+            "sightings-foxes.manual_kafka_multi_topic",
+            None,
+            &[sighting("F-9")],
+        )
+        .await?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let board = || kafka.published::<BoardLine>("board.manual_kafka_multi_topic");
+        eventually("two board lines", || board().messages().len() >= 2).await?;
+        let mut lines = board().decoded();
+        lines.sort_by(|a, b| a.topic.cmp(&b.topic));
+        assert_eq!(
+            lines,
+            [
+                BoardLine {
+                    flight: "LX318".to_owned(),
+                    topic: "arrivals.manual_kafka_multi_topic".to_owned(),
+                },
+                BoardLine {
+                    flight: "AY1072".to_owned(),
+                    topic: "departures.manual_kafka_multi_topic".to_owned(),
+                },
+            ]
+        );
+
+        let survey = kafka.subscriber("^sightings-[a-z]+\\.manual_kafka_multi_topic$");
+        eventually("both sightings", || {
+            survey.received::<Sighting>().len() >= 2
+        })
+        .await?;
+        let mut rings: Vec<String> = survey
+            .received::<Sighting>()
+            .into_iter()
+            .map(|sighting| sighting.ring)
+            .collect();
+        rings.sort();
+        assert_eq!(rings, ["F-9", "O-4"]);
+        tb.shutdown().await?;
+        Ok(())
+    }
+}

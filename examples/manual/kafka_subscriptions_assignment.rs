@@ -1,0 +1,152 @@
+//! The service of `examples/kafka_subscriptions_assignment.rs` without macros: the descriptor
+//! names its strategy in `app`, the handler is a type implementing `Handle` that reads the
+//! partition off its context, and `main` runs the command line by hand.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_kafka_subscriptions_assignment -- run
+//! cargo test --example manual_kafka_subscriptions_assignment
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::context::KafkaContext;
+use ruststream_kafka::prelude::*;
+
+/// Counts a vote towards its ballot box: the box is the partition the vote was read from.
+struct Tally;
+
+impl Handle<Vote, Counted, (), KafkaContext> for Tally {
+    fn handle(
+        &self,
+        vote: &Vote,
+        _outs: &(),
+        ctx: &mut Context<'_, KafkaContext>,
+    ) -> impl Future<Output = Result<Counted, HandlerOutcome>> {
+        ready(Ok(Counted {
+            candidate: vote.candidate.clone(),
+            ballot_box: ctx.context(Partition),
+        }))
+    }
+}
+
+fn service(group: &str) -> impl App {
+    let votes = KafkaTopic::new("votes.manual_kafka_subscriptions_assignment")
+        .assignment(Assignment::CooperativeSticky);
+    RustStream::new(AppInfo::new("tally", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]).default_group(group),
+        |b| {
+            b.include(subscriber(votes, Tally).reply().build());
+        },
+    )
+}
+
+fn app() -> impl App {
+    service("tally")
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Vote {
+    candidate: String,
+}
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Counted {
+    candidate: String,
+    ballot_box: i32,
+}
+
+impl OutgoingDestination for Counted {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "counted.manual_kafka_subscriptions_assignment";
+}
+
+impl MessageHeaders for Counted {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::runs::{eventually, fresh, recreate_topic, seed};
+    use super::{Counted, Vote, service};
+
+    const VOTES: &str = "votes.manual_kafka_subscriptions_assignment";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_member_reads_both_partitions() -> Result<(), Box<dyn Error>> {
+        recreate_topic(VOTES, 2).await?;
+        let tb =
+            TestApp::start_live_within(service(&fresh("tally")), Duration::from_secs(30)).await?;
+        seed(
+            VOTES,
+            Some(0),
+            &[Vote {
+                candidate: "Okafor".to_owned(),
+            }],
+        )
+        .await?;
+        seed(
+            VOTES,
+            Some(1),
+            &[Vote {
+                candidate: "Lindqvist".to_owned(),
+            }],
+        )
+        .await?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let counted =
+            || kafka.published::<Counted>("counted.manual_kafka_subscriptions_assignment");
+        eventually("both votes counted", || counted().messages().len() >= 2).await?;
+        let mut boxes = counted().decoded();
+        boxes.sort_by_key(|counted| counted.ballot_box);
+        assert_eq!(
+            boxes,
+            [
+                Counted {
+                    candidate: "Okafor".to_owned(),
+                    ballot_box: 0,
+                },
+                Counted {
+                    candidate: "Lindqvist".to_owned(),
+                    ballot_box: 1,
+                },
+            ]
+        );
+        tb.shutdown().await?;
+        Ok(())
+    }
+}
