@@ -1,0 +1,159 @@
+//! Hand-built records in an exactly-once window: a bookkeeping service turns each invoice into
+//! one ledger posting per line and writes every posting through `EosPipeline::publish`, naming
+//! the invoice it came from. The postings and the invoice's offset commit in one transaction.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example kafka_eos_pipeline -- run
+//! cargo test --example kafka_eos_pipeline
+//! ```
+//!
+//! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else
+//! `localhost:9092`.
+
+use std::borrow::Borrow;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+#[path = "support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "support/readback.rs"]
+mod readback;
+
+// --8<-- [start:app]
+use ruststream::OutgoingMessage;
+use ruststream_kafka::EosPipeline;
+use ruststream_kafka::prelude::*;
+
+/// An invoice and the amounts of its lines, in cents.
+#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[outgoing(name = "invoices.kafka_eos_pipeline")]
+struct Invoice {
+    number: u32,
+    lines: Vec<i64>,
+}
+
+/// One ledger entry per invoice line.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+struct Posting {
+    invoice: u32,
+    line: usize,
+    cents: i64,
+}
+
+/// Where the postings go; the records are built by hand, so no type names the topic.
+const POSTINGS: &str = "postings.kafka_eos_pipeline";
+
+/// Every posting of an invoice joins the window that commits the invoice's offset.
+#[subscriber(
+    KafkaTopic::new("invoices.kafka_eos_pipeline")
+        .group("ledger.kafka_eos_pipeline")
+        .commit(Commit::Transactional("ledger.kafka_eos_pipeline".into()))
+)]
+async fn post(
+    invoice: &Invoice,
+    Ctx(source): Ctx<Source>,
+    Out(window): Out<impl Borrow<EosPipeline>>,
+) -> HandlerOutcome {
+    let pipeline: &EosPipeline = (**window).borrow();
+    for (line, &cents) in invoice.lines.iter().enumerate() {
+        let posting = Posting {
+            invoice: invoice.number,
+            line,
+            cents,
+        };
+        let Ok(bytes) = serde_json::to_vec(&posting) else {
+            return HandlerOutcome::drop();
+        };
+        // `source` is the invoice's topic, partition and offset: the window commits the
+        // offset after it together with the postings.
+        let record = OutgoingMessage::new(POSTINGS, &bytes[..]);
+        if pipeline.publish(&source, record, None).await.is_err() {
+            // The window aborts and hands the invoice back; nothing of it was committed.
+            return HandlerOutcome::retry();
+        }
+    }
+    HandlerOutcome::ack()
+}
+
+#[ruststream::app]
+fn app() -> impl App {
+    // One id names the pipeline, the subscription's commit mode and the transactional producer.
+    let pipeline =
+        EosPublish::new("ledger.kafka_eos_pipeline").commit_interval(Duration::from_millis(50));
+    RustStream::new(AppInfo::new("ledger", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            b.include(post).out(DefaultSlot, pipeline).build();
+        },
+    )
+}
+// --8<-- [end:app]
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::{Duration, Instant};
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::{Invoice, POSTINGS, Posting, app, live, readback};
+
+    const INVOICES: &str = "invoices.kafka_eos_pipeline";
+    const GROUP: &str = "ledger.kafka_eos_pipeline";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_posting_commits_with_the_invoice_offset() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic(INVOICES, 1).await?;
+        live::ensure_topic(POSTINGS, 1).await?;
+        let before = readback::log_ends(POSTINGS, 1).await?;
+
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let invoice = Invoice {
+            number: 7,
+            lines: vec![1250, 499, 80],
+        };
+        tb.broker::<KafkaBroker>()
+            .message(&invoice)
+            .publish()
+            .await?;
+        tb.broker::<KafkaBroker>()
+            .subscriber(INVOICES)
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+
+        // The postings become visible to `read_committed` readers only when the window
+        // commits, all three at once.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let landed = loop {
+            let landed = readback::committed_values_since(POSTINGS, &before).await?;
+            if landed[0].len() < 3 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            break landed;
+        };
+        tb.shutdown().await?;
+        let expected = [(0, 1250), (1, 499), (2, 80)]
+            .into_iter()
+            .map(|(line, cents)| {
+                serde_json::to_string(&Posting {
+                    invoice: 7,
+                    line,
+                    cents,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        assert_eq!(landed, [expected]);
+        let end = readback::log_ends(INVOICES, 1).await?;
+        assert_eq!(
+            readback::committed_offset(GROUP, INVOICES, 0).await?,
+            end[0]
+        );
+        Ok(())
+    }
+}
