@@ -1,0 +1,125 @@
+//! The library desk of `examples/guide/getting_started.rs` without macros: the handler is a
+//! type implementing `Handle`, the loan's destination is written by hand, and `main` runs the
+//! command line.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_guide_getting_started -- run
+//! cargo test --example manual_guide_getting_started
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../../support/readback.rs"]
+mod readback;
+
+// --8<-- [start:service]
+use ruststream_kafka::prelude::*;
+
+struct Lend;
+
+impl Handle<Loan> for Lend {
+    fn handle(
+        &self,
+        loan: &Loan,
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<(), HandlerOutcome>> {
+        let Some(card) = loan.card else {
+            tracing::warn!(loan.book, "a loan without a card is dropped");
+            return ready(Err(HandlerOutcome::drop()));
+        };
+        tracing::info!(loan.book, card, "book lent");
+        ready(Ok(()))
+    }
+}
+
+fn app() -> impl App {
+    RustStream::new(AppInfo::new("library", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]).default_group("desk.manual_guide_getting_started"),
+        |b| {
+            b.include(subscriber("loans.manual_guide_getting_started", Lend).build());
+        },
+    )
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:service]
+
+/// A book going out on a reader's card.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Loan {
+    book: String,
+    card: Option<u32>,
+}
+
+impl OutgoingDestination for Loan {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "loans.manual_guide_getting_started";
+}
+
+impl MessageHeaders for Loan {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+
+    use super::{Loan, app, live, readback};
+
+    const LOANS: &str = "loans.manual_guide_getting_started";
+    const GROUP: &str = "desk.manual_guide_getting_started";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_loan_needs_a_card() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic(LOANS, 1).await?;
+        let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let desk = tb.broker::<KafkaBroker>();
+
+        let cardless = Loan {
+            book: "Dune".to_owned(),
+            card: None,
+        };
+        desk.message(&cardless).publish().await?;
+        desk.subscriber(LOANS)
+            .assert_called_once()
+            .with(&cardless)
+            .settled(HandlerOutcome::drop());
+
+        let lent = Loan {
+            book: "Emma".to_owned(),
+            card: Some(4711),
+        };
+        desk.message(&lent).publish().await?;
+        desk.subscriber(LOANS)
+            .assert_called(2)
+            .with(&lent)
+            .settled(HandlerOutcome::ack());
+        tb.shutdown().await?;
+
+        // Both loans are settled, the dropped one too: the group resumes after them.
+        let end = readback::log_ends(LOANS, 1).await?;
+        assert_eq!(readback::committed_offset(GROUP, LOANS, 0).await?, end[0]);
+        Ok(())
+    }
+}
