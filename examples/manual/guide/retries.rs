@@ -1,0 +1,243 @@
+//! The courier desk of `examples/guide/retries.rs` without macros: the handlers are types
+//! implementing `Handle` over the desk's state, mounted with the same `ToSourceTopic` retry
+//! position, attempts and dead-letter topic.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_guide_retries -- run
+//! cargo test --example manual_guide_retries
+//! ```
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::future::{Future, ready};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+#[path = "../../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../../support/readback.rs"]
+mod readback;
+
+#[cfg(test)]
+#[path = "../../support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::context::KafkaContext;
+use ruststream_kafka::prelude::*;
+
+/// How long a parcel waits for a free courier before it is tried again.
+const COURIER_BACKOFF: Duration = Duration::from_millis(100);
+
+// --8<-- [start:handler]
+struct Dispatch;
+
+impl Handle<Parcel, (), (), KafkaContext, Desk> for Dispatch {
+    fn handle(
+        &self,
+        parcel: &Parcel,
+        _outs: &(),
+        ctx: &mut Context<'_, KafkaContext, Desk>,
+    ) -> impl Future<Output = Result<(), HandlerOutcome>> {
+        if parcel.declined {
+            // Trying again would not change the recipient's mind.
+            tracing::info!(parcel.tracking, "declined parcel dropped");
+            return ready(Err(HandlerOutcome::drop()));
+        }
+        // The Kafka context is what `ToSourceTopic` reads at the retry position.
+        let region = ctx.context(Topic);
+        ready(ctx.state().couriers.assign(parcel).map_err(|reason| {
+            tracing::warn!(parcel.tracking, %region, reason, "not dispatched, trying again");
+            HandlerOutcome::retry_after(COURIER_BACKOFF)
+        }))
+    }
+}
+
+/// Express parcels wait for a courier, three deliveries at most.
+struct Rush;
+
+impl Handle<Parcel, (), (), (), Desk> for Rush {
+    fn handle(
+        &self,
+        parcel: &Parcel,
+        _outs: &(),
+        ctx: &mut Context<'_, (), Desk>,
+    ) -> impl Future<Output = Result<(), HandlerOutcome>> {
+        ready(ctx.state().couriers.assign(parcel).map_err(|reason| {
+            tracing::warn!(parcel.tracking, reason, "express not dispatched, waiting");
+            HandlerOutcome::retry_after(COURIER_BACKOFF)
+        }))
+    }
+}
+// --8<-- [end:handler]
+
+fn app() -> impl App<State = Desk> {
+    let parcels = KafkaTopics::new([
+        "parcels-east.manual_guide_retries",
+        "parcels-west.manual_guide_retries",
+    ])
+    .group("couriers.manual_guide_retries")
+    .commit(Commit::Tracked);
+    let express = KafkaTopic::new("express.manual_guide_retries")
+        .group("express-couriers.manual_guide_retries")
+        .commit(Commit::Tracked);
+    RustStream::new(AppInfo::new("courier-desk", "0.1.0"))
+        .on_startup(async move |()| Ok::<_, Infallible>(Desk::default()))
+        .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {
+            // Each retry is a copy sent back to the topic its parcel came from.
+            b.include(subscriber(parcels, Dispatch).build())
+                .out_retry(Publish::default())
+                .transform(ToSourceTopic);
+            // Three deliveries at most, then the dead-letter topic.
+            b.include(subscriber(express, Rush).build())
+                .max_attempts(nonzero!(3u32))
+                .dead_letter("parcels-dead.manual_guide_retries");
+        })
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+/// A parcel to hand to a courier.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Parcel {
+    tracking: String,
+    to: String,
+    declined: bool,
+}
+
+/// What the handler shares, built once at startup.
+#[derive(Clone, Default)]
+struct Desk {
+    couriers: Arc<Couriers>,
+}
+
+/// Couriers that never go to `nowhere` and are all busy the first time a parcel asks.
+#[derive(Debug, Default)]
+struct Couriers {
+    asked: Mutex<HashSet<String>>,
+}
+
+impl Couriers {
+    fn assign(&self, parcel: &Parcel) -> Result<(), &'static str> {
+        if parcel.to == "nowhere" {
+            return Err("no route");
+        }
+        let first_ask = self
+            .asked
+            .lock()
+            .is_ok_and(|mut asked| asked.insert(parcel.tracking.clone()));
+        if first_ask {
+            return Err("every courier busy");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use ruststream::runtime::RETRY_COUNT_HEADER;
+    use ruststream::testing::{Outcome, TestApp};
+    use ruststream_kafka::prelude::*;
+
+    use super::runs::{START, eventually, recreate_topic, topic};
+    use super::{Parcel, app, readback};
+
+    const EAST: &str = "parcels-east.manual_guide_retries";
+    const WEST: &str = "parcels-west.manual_guide_retries";
+    const EXPRESS: &str = "express.manual_guide_retries";
+    const DEAD: &str = "parcels-dead.manual_guide_retries";
+
+    fn parcel(tracking: &str, to: &str, declined: bool) -> Parcel {
+        Parcel {
+            tracking: tracking.to_owned(),
+            to: to.to_owned(),
+            declined,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn parcels_are_retried_dropped_or_dead_lettered() -> Result<(), Box<dyn Error>> {
+        // Copies an earlier run left unsettled would come back into this one.
+        for name in [EAST, WEST] {
+            recreate_topic(name, 1).await?;
+        }
+        topic(EXPRESS, 1).await?;
+        topic(DEAD, 1).await?;
+        let dead_before = readback::log_ends(DEAD, 1).await?;
+        let tb = TestApp::start_live_within(app(), START).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        let desk = kafka.subscriber(&format!("{EAST},{WEST}"));
+
+        // Busy once: the copy goes back to the west topic after the pause and is dispatched.
+        kafka
+            .publish(WEST, &parcel("W-1", "harbour", false))
+            .await?;
+        eventually("the second try", || desk.outcomes().len() >= 2).await?;
+        assert_eq!(desk.outcomes(), [Outcome::Nack, Outcome::Ack]);
+        let west = kafka.published::<Parcel>(WEST);
+        // The harness records a publish once the broker has acknowledged it, which can be after
+        // the copy was already delivered.
+        eventually("the recorded copy", || west.messages().len() >= 2).await?;
+        let copies = west.messages();
+        assert_eq!(copies.len(), 2);
+        assert_eq!(copies[1].headers().get_str(RETRY_COUNT_HEADER), Some("1"));
+        kafka.published::<Parcel>(EAST).assert_not_called();
+
+        // Declined: dropped, no copy.
+        kafka.publish(EAST, &parcel("E-2", "mill", true)).await?;
+        eventually("the declined parcel", || desk.outcomes().len() >= 3).await?;
+        assert_eq!(desk.outcomes()[2], Outcome::Drop);
+        kafka.published::<Parcel>(EAST).assert_called_once();
+
+        // Express, busy once: tried again after the pause and dispatched.
+        let express = kafka.subscriber(EXPRESS);
+        kafka
+            .publish(EXPRESS, &parcel("X-4", "tower", false))
+            .await?;
+        eventually("the express retry", || express.outcomes().len() >= 2).await?;
+        assert_eq!(express.outcomes(), [Outcome::Nack, Outcome::Ack]);
+
+        // No route: three deliveries, then the dead-letter topic holds the parcel.
+        let lost = parcel("X-5", "nowhere", false);
+        kafka.publish(EXPRESS, &lost).await?;
+        eventually("the dead letter", || {
+            kafka.published::<Parcel>(DEAD).messages().len() == 1
+        })
+        .await?;
+        let tries = || {
+            express
+                .received::<Parcel>()
+                .iter()
+                .filter(|tried| **tried == lost)
+                .count()
+        };
+        eventually("the third try", || tries() >= 3).await?;
+        assert_eq!(tries(), 3);
+        let dead = kafka.published::<Parcel>(DEAD);
+        assert_eq!(
+            dead.messages()[0].headers().get_str(RETRY_COUNT_HEADER),
+            Some("3")
+        );
+        tb.shutdown().await?;
+        let landed = readback::committed_values_since(DEAD, &dead_before).await?;
+        assert_eq!(landed, [vec![serde_json::to_string(&lost)?]]);
+        Ok(())
+    }
+}
