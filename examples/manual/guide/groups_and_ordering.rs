@@ -1,0 +1,275 @@
+//! The bank of `examples/guide/groups_and_ordering.rs` without macros: the ledger handler is a
+//! type implementing `Handle` over its `Out` entry, mounted with `.workers_by_key(..)`, the
+//! fraud screen is a reply handler in its own group, and the slot and destinations are written
+//! by hand.
+//!
+//! ```text
+//! scripts/kafka up
+//! cargo run --example manual_guide_groups_and_ordering -- run
+//! cargo test --example manual_guide_groups_and_ordering
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+
+use ruststream::WithHeaders;
+use ruststream::runtime::cli::run_main;
+use ruststream::runtime::{ListOffer, OutSlot, PublishedThrough};
+use serde::{Deserialize, Serialize};
+
+#[path = "../../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../../support/readback.rs"]
+mod readback;
+
+#[cfg(test)]
+#[path = "../../support/runs.rs"]
+mod runs;
+
+// --8<-- [start:app]
+use ruststream_kafka::prelude::*;
+
+/// The slot ledger entries leave through.
+struct Ledger;
+
+impl OutSlot for Ledger {
+    const NAME: &'static str = "Ledger";
+    type Destination = <(Entry, ()) as ListOffer>::Offer;
+}
+
+impl PublishedThrough<Ledger> for Entry {}
+
+// --8<-- [start:ordering]
+/// One account always on the same lane: an account's transfers are booked in order.
+struct Book;
+
+impl<Slot> Handle<Transfer, (), Outs<(Slot,)>> for Book
+where
+    Slot: OutEntry<Ledger, Wire: Publisher>,
+{
+    async fn handle(
+        &self,
+        transfer: &Transfer,
+        outs: &Outs<(Slot,)>,
+        _ctx: &mut Context<'_>,
+    ) -> Result<(), HandlerOutcome> {
+        let key = AccountKey {
+            account: transfer.account.clone(),
+        };
+        let entry = Entry {
+            account: transfer.account.clone(),
+            seq: transfer.seq,
+        };
+        outs.get(Ledger)
+            .message(&entry)
+            .with_headers(&key)
+            .publish()
+            .await
+            .map_err(|_| HandlerOutcome::retry())
+    }
+}
+// --8<-- [end:ordering]
+
+// --8<-- [start:groups]
+/// Another group on the same topic: it reads every transfer too, at its own pace.
+struct Screen;
+
+impl Handle<Transfer, Screened> for Screen {
+    fn handle(
+        &self,
+        transfer: &Transfer,
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<Screened, HandlerOutcome>> {
+        ready(Ok(Screened {
+            account: transfer.account.clone(),
+            seq: transfer.seq,
+        }))
+    }
+}
+// --8<-- [end:groups]
+
+fn app() -> impl App {
+    let ledger = KafkaTopic::new("transfers.manual_guide_groups_and_ordering")
+        .group("ledger.manual_guide_groups_and_ordering")
+        .lane_key(LaneKey::RecordKey);
+    let fraud = KafkaTopic::new("transfers.manual_guide_groups_and_ordering")
+        .group("fraud.manual_guide_groups_and_ordering");
+    RustStream::new(AppInfo::new("bank", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]),
+        |b| {
+            // Four lanes at a time.
+            b.include(subscriber(ledger, Book).workers_by_key(nonzero!(4)).build())
+                .out(Ledger, Publish::default())
+                .build();
+            b.include(subscriber(fraud, Screen).reply().build());
+        },
+    )
+}
+
+fn main() -> ExitCode {
+    run_main(app)
+}
+// --8<-- [end:app]
+
+/// A transfer out of an account; the record key is the account.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Transfer {
+    account: String,
+    seq: u32,
+    cents: i64,
+}
+
+/// The record key of a ledger entry: its account.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct AccountKey {
+    #[serde(rename = "kafka-partition-key")]
+    account: String,
+}
+
+/// A booked transfer; one account's entries share a partition.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Entry {
+    account: String,
+    seq: u32,
+}
+
+impl OutgoingDestination for Entry {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "ledger-entries.manual_guide_groups_and_ordering";
+}
+
+impl MessageHeaders for Entry {
+    type Contract = WithHeaders<AccountKey>;
+}
+
+/// A screened transfer.
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Screened {
+    account: String,
+    seq: u32,
+}
+
+impl OutgoingDestination for Screened {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "screened.manual_guide_groups_and_ordering";
+}
+
+impl MessageHeaders for Screened {
+    type Contract = NoHeaders;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::{Duration, Instant};
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::client::IsolationLevel;
+
+    use super::runs::{START, recreate_topic, seed_keyed};
+    use super::{Entry, Screened, Transfer, app, readback};
+
+    const TRANSFERS: &str = "transfers.manual_guide_groups_and_ordering";
+    const ENTRIES: &str = "ledger-entries.manual_guide_groups_and_ordering";
+    const SCREENED: &str = "screened.manual_guide_groups_and_ordering";
+
+    /// Every record of `topic`'s first `partitions` partitions, one list per partition.
+    async fn all_of(topic: &str, partitions: i32) -> Result<Vec<Vec<String>>, Box<dyn Error>> {
+        let mut lists = Vec::new();
+        for partition in 0..partitions {
+            let records =
+                readback::records_since(topic, partition, 0, IsolationLevel::ReadCommitted).await?;
+            lists.push(records.iter().map(readback::text).collect());
+        }
+        Ok(lists)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_group_has_its_copy_and_each_account_its_order() -> Result<(), Box<dyn Error>> {
+        recreate_topic(TRANSFERS, 3).await?;
+        recreate_topic(ENTRIES, 3).await?;
+        recreate_topic(SCREENED, 1).await?;
+        let tb = TestApp::start_live_within(app(), START).await?;
+        let transfer = |account: &str, seq, cents| Transfer {
+            account: account.to_owned(),
+            seq,
+            cents,
+        };
+        let accounts = ["acc-1", "acc-2", "acc-1", "acc-3", "acc-2", "acc-1"];
+        let transfers: Vec<(&str, Transfer)> = accounts
+            .iter()
+            .zip(1..)
+            .map(|(account, seq)| (*account, transfer(account, seq, 100)))
+            .collect();
+        seed_keyed(TRANSFERS, &transfers).await?;
+
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (entries, screened) = loop {
+            let entries = all_of(ENTRIES, 3).await?;
+            let screened = all_of(SCREENED, 1).await?;
+            let done = entries.iter().map(Vec::len).sum::<usize>() >= transfers.len()
+                && screened[0].len() >= transfers.len();
+            if !done && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            break (entries, screened);
+        };
+        tb.shutdown().await?;
+
+        // The fraud group read every transfer, independently of the ledger group.
+        let mut screened: Vec<Screened> = screened[0]
+            .iter()
+            .map(|text| serde_json::from_str(text))
+            .collect::<Result<_, _>>()?;
+        screened.sort_by_key(|screened| screened.seq);
+        let seqs: Vec<u32> = screened.iter().map(|screened| screened.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+
+        // Each account's entries sit in one partition, in the order the transfers were made.
+        for account in ["acc-1", "acc-2", "acc-3"] {
+            let holding: Vec<Vec<u32>> = entries
+                .iter()
+                .map(|partition| {
+                    partition
+                        .iter()
+                        .filter_map(|text| serde_json::from_str::<Entry>(text).ok())
+                        .filter(|entry| entry.account == account)
+                        .map(|entry| entry.seq)
+                        .collect::<Vec<_>>()
+                })
+                .filter(|seqs| !seqs.is_empty())
+                .collect();
+            let sent: Vec<u32> = transfers
+                .iter()
+                .filter(|(key, _)| *key == account)
+                .map(|(_, transfer)| transfer.seq)
+                .collect();
+            assert_eq!(holding, [sent], "{account}");
+        }
+        Ok(())
+    }
+}
