@@ -94,7 +94,7 @@ mod tests {
         assert!(
             refused
                 .as_deref()
-                .is_some_and(|err| err.contains("was not assigned its partitions")),
+                .is_some_and(|text| text.contains("was not assigned its partitions")),
             "{refused:?}"
         );
         Ok(())

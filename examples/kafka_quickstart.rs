@@ -53,7 +53,7 @@ mod tests {
     use super::{Order, app};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_order_on_the_topic_is_placed() -> Result<(), Box<dyn Error>> {
+    async fn a_published_order_reaches_the_handler() -> Result<(), Box<dyn Error>> {
         super::live::ensure_topic("orders", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_mins(1)).await?;
         tb.broker::<KafkaBroker>()

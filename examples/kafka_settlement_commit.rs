@@ -62,7 +62,7 @@ struct AppState {
 #[ruststream::app]
 fn app() -> impl App<State = AppState> {
     RustStream::new(AppInfo::new("museum", "0.1.0"))
-        .on_startup(async move |()| Ok::<_, Infallible>(AppState::default()))
+        .on_startup(|()| async { Ok::<AppState, Infallible>(AppState::default()) })
         .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {
             b.include(admit);
             b.include(count);

@@ -24,8 +24,8 @@ mod runs;
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
-/// Books a ferry crossing from either harbour. Reading the topic is what hands the Kafka context
-/// to the retry position, where `ToSourceTopic` reads it.
+/// Books a ferry crossing from either harbour. The handler takes the Kafka context, so the
+/// retry copy knows which harbour's topic its delivery came from (`ToSourceTopic` needs that).
 #[subscriber(
     KafkaTopics::new([
         "crossings-north.kafka_settlement_source_topic",
@@ -56,7 +56,7 @@ struct AppState {
 #[ruststream::app]
 fn app() -> impl App<State = AppState> {
     RustStream::new(AppInfo::new("ferry", "0.1.0"))
-        .on_startup(async move |()| Ok::<_, Infallible>(AppState::default()))
+        .on_startup(|()| async { Ok::<AppState, Infallible>(AppState::default()) })
         .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {
             // Three deliveries at most; each retry is a copy sent back to its own harbour's
             // topic.

@@ -369,7 +369,7 @@ impl ConnectedKafkaBroker {
     /// A plain publisher on the shared producer (what pairing a [`KafkaPublish`] gives).
     #[must_use]
     pub fn publisher(&self, policy: KafkaPublish) -> KafkaPublisher {
-        KafkaPublisher::new(self.shared_state(), policy.queue_timeout_setting())
+        KafkaPublisher::new(self.shared_state(), policy.queue_bound())
     }
 
     /// Opens any of the crate's descriptors, or a core wrapper around one (such as

@@ -86,7 +86,7 @@ impl KafkaPublish {
         KafkaTransactionalPublish::new(id.into(), self.queue_timeout)
     }
 
-    pub(crate) const fn queue_timeout_setting(self) -> Option<Duration> {
+    pub(crate) const fn queue_bound(self) -> Option<Duration> {
         self.queue_timeout
     }
 }

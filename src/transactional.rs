@@ -70,8 +70,8 @@ impl KafkaTransactionalPublish {
 
     /// How long the transaction calls (initializing at pairing, `commit`, `abort`) keep trying
     /// before they fail; default 30 s. This is a call deadline, not `transaction.timeout.ms`
-    /// (the broker-side limit on an open transaction, set through
-    /// [`KafkaBroker::producer_config`](crate::KafkaBroker::producer_config)).
+    /// (that one is the cluster's limit on how long a transaction may stay open; pass it with
+    /// `KafkaBroker::producer_config("transaction.timeout.ms", ..)`).
     pub const fn transaction_timeout(mut self, timeout: Duration) -> Self {
         self.transaction_timeout = timeout;
         self

@@ -203,7 +203,7 @@ async fn every_position_reaches_every_assigned_partition() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_seek_moves_the_tracked_watermark_with_the_read_position() {
+async fn seeking_back_rewinds_what_tracked_commits_may_claim() {
     live::logs();
     let topic = live::topic("seek-watermark", 1).await;
     let group = live::unique("seek-watermark");

@@ -133,7 +133,7 @@ async fn retry_after_republishes_a_counted_copy_to_the_topic() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_spent_delivery_lands_on_the_dead_letter_topic() {
+async fn the_last_attempt_goes_to_the_dead_letter_topic() {
     live::logs();
     let topic = live::topic("spent", 1).await;
     let dead = live::topic("spent-dead", 1).await;

@@ -114,7 +114,7 @@ async fn tracked_acks_survive_a_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn out_of_order_acks_commit_only_the_contiguous_prefix() {
+async fn acks_out_of_order_commit_up_to_the_first_gap() {
     live::logs();
     let topic = live::topic("tracked-prefix", 1).await;
     let group = live::unique("tracked-prefix");

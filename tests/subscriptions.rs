@@ -419,7 +419,7 @@ async fn a_topic_that_appears_later_is_read_without_stream_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stream_can_be_reentered_without_losing_deliveries() {
+async fn reopening_the_stream_keeps_buffered_deliveries() {
     live::logs();
     let topic = live::topic("reenter", 1).await;
     let connected = live::connect(live::broker()).await;

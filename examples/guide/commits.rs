@@ -145,7 +145,7 @@ impl Services {
     }
 }
 
-/// Stands in for a remote service's client.
+/// A fake of the downstream service, so the example runs without one.
 #[derive(Debug)]
 struct Remote {
     outages: AtomicU32,

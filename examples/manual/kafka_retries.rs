@@ -79,7 +79,7 @@ fn app() -> impl App<State = AppState> {
     let dead = KafkaTopic::new("texts-dead.manual_kafka_retries")
         .group("sms-support.manual_kafka_retries");
     RustStream::new(AppInfo::new("sms-gateway", "0.1.0"))
-        .on_startup(async move |()| Ok::<_, Infallible>(AppState::default()))
+        .on_startup(|()| async { Ok::<AppState, Infallible>(AppState::default()) })
         .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {
             // Three deliveries of one text, the first included; after the third failure the
             // text goes to the dead-letter topic as it arrived.

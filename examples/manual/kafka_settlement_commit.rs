@@ -79,7 +79,7 @@ fn app() -> impl App<State = AppState> {
     let clicks = KafkaTopic::new("turnstile-clicks.manual_kafka_settlement_commit")
         .group("footfall.manual_kafka_settlement_commit");
     RustStream::new(AppInfo::new("museum", "0.1.0"))
-        .on_startup(async move |()| Ok::<_, Infallible>(AppState::default()))
+        .on_startup(|()| async { Ok::<AppState, Infallible>(AppState::default()) })
         .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {
             b.include(subscriber(tickets, Admit).build());
             b.include(subscriber(clicks, Count).build());

@@ -62,7 +62,7 @@ fn app() -> impl App<State = AppState> {
     .group("ferry.manual_kafka_settlement_source_topic")
     .commit(Commit::Tracked);
     RustStream::new(AppInfo::new("ferry", "0.1.0"))
-        .on_startup(async move |()| Ok::<_, Infallible>(AppState::default()))
+        .on_startup(|()| async { Ok::<AppState, Infallible>(AppState::default()) })
         .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {
             // Three deliveries at most; each retry is a copy sent back to its own harbour's
             // topic.
