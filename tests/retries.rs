@@ -232,3 +232,58 @@ async fn to_source_topic_sends_a_copy_back_where_it_came_from() {
     );
     tb.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_set_spends_its_attempts_then_dead_letters_once() {
+    live::logs();
+    let prefix = live::unique("set-spent");
+    let (a, b, dead) = (
+        format!("{prefix}.a"),
+        format!("{prefix}.b"),
+        format!("{prefix}.dead"),
+    );
+    for name in [&a, &b, &dead] {
+        live::create_topic(name, 1).await;
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let dead_seen = Arc::new(Mutex::new(Vec::new()));
+    let handler = Recorder {
+        seen: Arc::clone(&seen),
+        decide: |_: &Job, _: Option<&str>| {
+            Some(HandlerOutcome::retry_after(Duration::from_millis(100)))
+        },
+    };
+    let dead_handler = Recorder {
+        seen: Arc::clone(&dead_seen),
+        decide: |_: &Job, _: Option<&str>| None,
+    };
+    let set = KafkaTopics::new([a.clone(), b.clone()])
+        .group(live::unique("set"))
+        .start(StartOffset::Earliest);
+    let app = RustStream::new(AppInfo::new("retries", "0.0.0")).with_broker(broker(), |br| {
+        br.include(subscriber(set, handler).build())
+            .max_attempts(nonzero!(3u32))
+            .dead_letter(dead.clone())
+            .out_retry(KafkaPublish::default())
+            .transform(ToSourceTopic);
+        br.include(subscriber(source(&dead), dead_handler).build());
+    });
+    let tb = TestApp::start_live_within(app, SETTLE)
+        .await
+        .expect("start");
+    publish(&b, &Job { id: 9 }).await;
+    let letters = seen_after(&dead_seen, 1).await;
+    assert_eq!(letters, [(dead.clone(), 9, Some("3".to_owned()))]);
+    // The spent copy went to the dead-letter topic only: the source saw exactly three attempts
+    // and topic `a` none.
+    let got = seen.lock().expect("lock").clone();
+    assert_eq!(
+        got,
+        [
+            (b.clone(), 9, None),
+            (b.clone(), 9, Some("1".to_owned())),
+            (b.clone(), 9, Some("2".to_owned())),
+        ]
+    );
+    tb.shutdown().await.expect("shutdown");
+}
