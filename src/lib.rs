@@ -28,6 +28,8 @@ mod redelivery;
 mod seek;
 mod subscriber;
 mod subscription;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tracker;
 mod transactional;
 

@@ -1,8 +1,13 @@
 //! Support for the live protocol tests: where the broker is, fresh topics, reading back, and
 //! the Java client as an independent second implementation.
 //!
-//! The tests run against the cluster named by `KAFKA_TEST_URL` (default `127.0.0.1:9092`, the
-//! broker `scripts/kafka up` starts). There is no skipping: a test that finds no broker fails.
+//! The tests run against a target chosen by `KAFKA_TEST_TARGET`: `kafka` (the default) is the
+//! cluster named by `KAFKA_TEST_URL` (default `127.0.0.1:9092`, the broker `scripts/kafka up`
+//! starts); `embedded` is this crate's embedded cluster, in this process, reached through
+//! in-memory pipes. The same tests with the same assertions run against both: a difference is
+//! a bug in the embedded cluster, or a scenario it declares unsupported
+//! ([`unsupported_on_embedded`], listed in `docs/embedded-cluster.md`). There is no skipping
+//! against Kafka: a test that finds no broker fails.
 //! Helpers panic on failure, by design: a panic is how a test fails.
 #![allow(clippy::missing_panics_doc)]
 
@@ -11,14 +16,66 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
 use ruststream_kafka::client::{
     Admin, Client, ClientConfig, IsolationLevel, NewTopic, OffsetSpec, PartitionReader, Record,
 };
 
+/// The cluster a test run talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Apache Kafka at `KAFKA_TEST_URL`.
+    Kafka,
+    /// The embedded cluster of `ruststream_kafka::testing`, in this process.
+    Embedded,
+}
+
+/// The target of this run, from `KAFKA_TEST_TARGET` (`kafka` or `embedded`); anything else
+/// fails the test rather than silently picking one.
+#[must_use]
+pub fn target() -> Target {
+    match std::env::var("KAFKA_TEST_TARGET").as_deref() {
+        Err(_) | Ok("" | "kafka") => Target::Kafka,
+        Ok("embedded") => Target::Embedded,
+        Ok(other) => panic!("KAFKA_TEST_TARGET={other}: expected `kafka` or `embedded`"),
+    }
+}
+
+/// The embedded cluster every test of this process shares (three nodes, so leaders and
+/// coordinators spread as on the real test cluster).
+#[must_use]
+pub fn embedded() -> &'static EmbeddedCluster {
+    static CLUSTER: OnceLock<EmbeddedCluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        EmbeddedCluster::new(ClusterOptions {
+            nodes: 3,
+            // The Kafka stand the tests run against starts with auto-creation on and one
+            // partition per created topic, like Kafka's defaults.
+            ..ClusterOptions::default()
+        })
+    })
+}
+
+/// Whether this scenario runs on this target: on the embedded cluster a scenario it does not
+/// model is reported and passes without running; against Kafka every scenario runs.
+#[must_use]
+pub fn unsupported_on_embedded(why: &str) -> bool {
+    if target() == Target::Embedded {
+        eprintln!("not run on the embedded cluster: {why}");
+        return true;
+    }
+    false
+}
+
 /// The bootstrap servers of the cluster under test.
 #[must_use]
 pub fn bootstrap() -> String {
-    std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "127.0.0.1:9092".to_owned())
+    match target() {
+        Target::Kafka => {
+            std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "127.0.0.1:9092".to_owned())
+        }
+        Target::Embedded => embedded().bootstrap(),
+    }
 }
 
 /// A client connected to the cluster under test; panics (failing the test) when there is none.

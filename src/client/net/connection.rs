@@ -110,6 +110,10 @@ impl Connection {
     }
 
     async fn connect_here(address: &str, options: &ConnectionOptions) -> Result<Connection> {
+        if let Some(pipe) = super::memory::dial(address) {
+            let pipe = pipe.map_err(|e| Error::io(address, e))?;
+            return Self::over(pipe, address, options).await;
+        }
         let stream = tokio::time::timeout(options.connect_timeout, TcpStream::connect(address))
             .await
             .map_err(|_| Error::Timeout(format!("connecting to {address}")))?

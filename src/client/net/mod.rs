@@ -2,6 +2,7 @@
 
 mod backoff;
 mod connection;
+pub mod memory;
 mod shape_check;
 mod shapes;
 mod versions;
