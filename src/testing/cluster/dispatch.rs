@@ -21,7 +21,16 @@ pub(crate) async fn dispatch(cx: &Cx<'_>, api: ApiKey, body: Bytes) -> Result<Op
         ApiKey::Metadata => encode(cx, &metadata::handle(cx, decode(cx, body)?)),
         ApiKey::CreateTopics => encode(cx, &metadata::create_topics(cx, decode(cx, body)?)),
         ApiKey::DeleteTopics => encode(cx, &metadata::delete_topics(cx, decode(cx, body)?)),
-        ApiKey::InitProducerId => encode(cx, &producers::init_producer_id(cx, decode(cx, body)?)),
+        ApiKey::InitProducerId => {
+            let request: kafka_protocol::messages::InitProducerIdRequest = decode(cx, body)?;
+            // A transactional id is the transaction coordinator's; a plain idempotent producer
+            // only needs an id.
+            if request.transactional_id.is_some() {
+                encode(cx, &txn::init_producer_id(cx, request))
+            } else {
+                encode(cx, &producers::init_producer_id(cx, request))
+            }
+        }
         ApiKey::AddPartitionsToTxn => {
             encode(cx, &txn::add_partitions(cx, decode(cx, body)?))
         }

@@ -14,6 +14,26 @@ use super::server::Cx;
 #[derive(Debug, Default)]
 pub(crate) struct Groups {}
 
+impl Groups {
+    /// Commits `offset` (the next offset to read) for `group` on `topic`/`partition`, as an
+    /// OffsetCommit or a committed transaction does. The group need not have members.
+    pub(crate) fn commit(
+        &mut self,
+        _group: &str,
+        _topic: &str,
+        _partition: i32,
+        _offset: i64,
+        _leader_epoch: i32,
+        _metadata: Option<String>,
+    ) {
+    }
+
+    /// The committed offset of `group` on `topic`/`partition`, if any.
+    pub(crate) fn committed(&self, _group: &str, _topic: &str, _partition: i32) -> Option<i64> {
+        None
+    }
+}
+
 pub(crate) fn find_coordinator(
     _cx: &Cx<'_>,
     _request: FindCoordinatorRequest,

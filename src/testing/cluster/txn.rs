@@ -6,11 +6,37 @@ use kafka_protocol::messages::{
     TxnOffsetCommitResponse,
 };
 
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
+use kafka_protocol::ResponseError;
+
 use super::server::Cx;
+use super::state::State;
 
 /// Every transactional id the cluster knows.
 #[derive(Debug, Default)]
 pub(crate) struct Transactions {}
+
+/// InitProducerId with a transactional id: the id's producer id, its epoch bumped (fencing the
+/// previous holder and aborting its open transaction).
+pub(crate) fn init_producer_id(
+    _cx: &Cx<'_>,
+    _request: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    InitProducerIdResponse::default()
+}
+
+/// Checks a transactional produce to `topic`/`partition` by `producer_id` at `epoch`: the
+/// producer must hold the current epoch of its transactional id and have added the partition
+/// to its open transaction. Called by Produce, under the state lock, before it appends.
+pub(crate) fn check_produce(
+    _state: &State,
+    _producer_id: i64,
+    _epoch: i16,
+    _topic: &str,
+    _partition: i32,
+) -> Result<(), ResponseError> {
+    Ok(())
+}
 
 pub(crate) fn add_partitions(
     _cx: &Cx<'_>,
