@@ -130,7 +130,10 @@ impl Shared {
         match listener {
             Listener::Memory => (memory_host(self.id, node), MEMORY_PORT),
             Listener::Loopback => {
-                let listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+                let listeners = self
+                    .listeners
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
                 let addr = usize::try_from(node)
                     .ok()
                     .and_then(|n| listeners.get(n).copied());

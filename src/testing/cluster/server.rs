@@ -86,7 +86,9 @@ async fn answer(
     };
     let api = ApiKey::try_from(key).map_err(|()| Close::Malformed(format!("API key {key}")))?;
     if api != ApiKey::ApiVersions && !super::versions::supported(api, version) {
-        return Err(Close::Malformed(format!("{api:?} v{version} not supported")));
+        return Err(Close::Malformed(format!(
+            "{api:?} v{version} not supported"
+        )));
     }
     // ApiVersions is decoded with the v0 header whatever version it asks for, so that a
     // client asking too high can still be told what we speak.

@@ -6,8 +6,8 @@ use kafka_protocol::messages::{
     TxnOffsetCommitResponse,
 };
 
-use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
 
 use super::server::Cx;
 use super::state::State;
@@ -45,7 +45,10 @@ pub(crate) fn add_partitions(
     AddPartitionsToTxnResponse::default()
 }
 
-pub(crate) fn add_offsets(_cx: &Cx<'_>, _request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
+pub(crate) fn add_offsets(
+    _cx: &Cx<'_>,
+    _request: AddOffsetsToTxnRequest,
+) -> AddOffsetsToTxnResponse {
     AddOffsetsToTxnResponse::default()
 }
 
