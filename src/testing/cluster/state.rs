@@ -1,6 +1,7 @@
 //! Everything the cluster keeps, behind one lock.
 
 use super::ClusterOptions;
+use super::fetch::Sessions;
 use super::groups::Groups;
 use super::producers::Producers;
 use super::topics::Topics;
@@ -13,6 +14,8 @@ pub(crate) struct State {
     pub(crate) producers: Producers,
     pub(crate) transactions: Transactions,
     pub(crate) groups: Groups,
+    /// Fetch sessions (KIP-227) of every node.
+    pub(crate) fetch_sessions: Sessions,
 }
 
 impl State {
@@ -22,6 +25,7 @@ impl State {
             producers: Producers::default(),
             transactions: Transactions::default(),
             groups: Groups::default(),
+            fetch_sessions: Sessions::default(),
         }
     }
 }
