@@ -21,7 +21,11 @@ pub(crate) struct StoredBatch {
     pub(crate) header: BatchHeader,
     /// The whole batch as fetched, base offset stamped.
     pub(crate) bytes: Bytes,
+    /// When it was appended, across every log of the process: the global produce order.
+    pub(crate) sequence: u64,
 }
+
+static APPENDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl StoredBatch {
     pub(crate) fn base_offset(&self) -> i64 {
@@ -113,6 +117,7 @@ impl PartitionLog {
         self.batches.push_back(StoredBatch {
             header,
             bytes: stamped.freeze(),
+            sequence: APPENDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         });
         base
     }
