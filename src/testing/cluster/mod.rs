@@ -8,6 +8,7 @@
 //!
 //! What it does not model is listed in `docs/embedded-cluster.md`.
 
+mod direct;
 mod dispatch;
 mod fetch;
 mod groups;
@@ -24,7 +25,7 @@ mod versions;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::io::DuplexStream;
@@ -32,6 +33,7 @@ use tokio::sync::Notify;
 
 use crate::client::memory::{self, MemoryEndpoint};
 
+pub use direct::Refusal;
 pub(crate) use state::State;
 
 static NEXT_CLUSTER: AtomicU64 = AtomicU64::new(1);
@@ -109,7 +111,13 @@ pub(crate) struct Shared {
     pub(crate) changed: Notify,
     listeners: Mutex<Vec<SocketAddr>>,
     endpoints: Mutex<Vec<Arc<NodeEndpoint>>>,
+    /// The next partition of a keyless record written directly.
+    pub(crate) round_robin: AtomicU64,
+    /// Run after every request the cluster answers (the in-process harness count).
+    change_hook: OnceLock<ChangeHook>,
 }
+
+type ChangeHook = Box<dyn Fn() + Send + Sync>;
 
 /// Which way a connection reached the cluster: decides the addresses Metadata advertises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +147,18 @@ impl Shared {
                     |a| (a.ip().to_string(), a.port()),
                 )
             }
+        }
+    }
+
+    /// Sets what runs after every answered request; a second hook is ignored.
+    pub(crate) fn on_change(&self, hook: ChangeHook) {
+        let _ = self.change_hook.set(hook);
+    }
+
+    /// Runs the change hook, if any. Never called with the state locked.
+    pub(crate) fn after_change(&self) {
+        if let Some(hook) = self.change_hook.get() {
+            hook();
         }
     }
 
@@ -187,6 +207,8 @@ impl EmbeddedCluster {
             changed: Notify::new(),
             listeners: Mutex::new(Vec::new()),
             endpoints: Mutex::new(Vec::new()),
+            change_hook: OnceLock::new(),
+            round_robin: AtomicU64::new(0),
         });
         let mut endpoints = Vec::new();
         for node in shared.node_ids() {
