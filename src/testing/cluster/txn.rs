@@ -62,3 +62,15 @@ pub(crate) fn offset_commit(
 ) -> TxnOffsetCommitResponse {
     TxnOffsetCommitResponse::default()
 }
+
+/// Whether a transaction holds offsets for `group` on `topic`/`partition` that are not yet
+/// committed or aborted (`OffsetFetch` with `require_stable` then answers
+/// `UNSTABLE_OFFSET_COMMIT`).
+pub(crate) fn has_pending_offsets(
+    _state: &State,
+    _group: &str,
+    _topic: &str,
+    _partition: i32,
+) -> bool {
+    false
+}
