@@ -16,10 +16,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
 use ruststream_kafka::client::{
     Admin, Client, ClientConfig, IsolationLevel, NewTopic, OffsetSpec, PartitionReader, Record,
 };
+use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
 
 /// The cluster a test run talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,5 +3,7 @@
 //! code with no broker to start.
 
 pub mod cluster;
+pub mod faults;
 
 pub use cluster::{ClusterOptions, EmbeddedCluster};
+pub use faults::Faults;

@@ -230,7 +230,10 @@ impl PartitionLog {
             if h.is_control() {
                 continue;
             }
-            if read_committed && h.is_transactional() && self.is_aborted(h.producer_id, batch.base_offset()) {
+            if read_committed
+                && h.is_transactional()
+                && self.is_aborted(h.producer_id, batch.base_offset())
+            {
                 continue;
             }
             let lo = batch.base_offset().max(from);
