@@ -2,6 +2,7 @@
 //! default consumer group.
 //!
 //! ```text
+//! cargo test --features testing --example kafka_quickstart   # on the embedded cluster
 //! scripts/kafka up
 //! cargo run --example kafka_quickstart -- run
 //! cargo test --example kafka_quickstart
@@ -51,6 +52,24 @@ mod tests {
     use ruststream_kafka::prelude::*;
 
     use super::{Order, app};
+
+    /// On the embedded cluster: nothing to start, the production client underneath.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_order_reaches_the_handler_in_process() -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(app()).await?;
+        tb.broker::<KafkaBroker>()
+            .message(&Order { id: 7 })
+            .publish()
+            .await?;
+        tb.broker::<KafkaBroker>()
+            .subscriber("orders")
+            .assert_called_once()
+            .with(&Order { id: 7 })
+            .settled(HandlerOutcome::ack());
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_published_order_reaches_the_handler() -> Result<(), Box<dyn Error>> {

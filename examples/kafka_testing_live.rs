@@ -123,6 +123,17 @@ mod tests {
         Ok(())
     }
 
+    /// The same body on the embedded cluster: no broker to start, the same client and adapter
+    /// code underneath.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_process() -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(tip_jar("kafka.internal:9092", "tip-jar")).await?;
+        thanks_a_tip_and_ignores_an_empty_one(&tb).await?;
+        tb.shutdown().await?;
+        Ok(())
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn against_the_broker() -> Result<(), Box<dyn Error>> {
         // A group finds its topics at startup only if they exist by then.

@@ -164,13 +164,49 @@ impl Broker for KafkaBroker {
     type Connected = ConnectedKafkaBroker;
 
     async fn connect(self) -> Result<ConnectedKafkaBroker, KafkaError> {
+        self.open(None).await
+    }
+}
+
+/// The in-process arm a connection is opened with (nothing without the `testing` feature).
+#[cfg(feature = "testing")]
+pub(crate) type Link = Option<Arc<crate::testing::link::InProcessLink>>;
+/// The in-process arm a connection is opened with (nothing without the `testing` feature).
+#[cfg(not(feature = "testing"))]
+pub(crate) type Link = Option<std::convert::Infallible>;
+
+impl KafkaBroker {
+    /// Refuses a broker with no bootstrap server, as `connect` does before any I/O.
+    pub(crate) fn check_servers(&self) -> Result<(), KafkaError> {
         if self.servers.iter().all(|s| s.trim().is_empty()) {
             return Err(KafkaError::InvalidOptions(
                 "at least one bootstrap server is required: `KafkaBroker::new([\"host:9092\"])`"
                     .into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The producer configuration every client of this broker starts from, validated.
+    pub(crate) fn producer_settings(&self) -> Result<ProducerProperties, KafkaError> {
         let base = self.base_properties();
+        Self::producer_properties(&base, &self.producer_config)
+            .producer()
+            .map_err(KafkaError::connect)
+    }
+
+    /// Connects: to the configured servers, or (in-process) to `link`'s cluster, whose
+    /// address then replaces the servers in every client's configuration.
+    pub(crate) async fn open(self, link: Link) -> Result<ConnectedKafkaBroker, KafkaError> {
+        #[cfg(not(feature = "testing"))]
+        let _ = link;
+        self.check_servers()?;
+        #[allow(unused_mut, reason = "rewritten only in process")]
+        let mut base = self.base_properties();
+        #[cfg(feature = "testing")]
+        if let Some(link) = &link {
+            base.set("bootstrap.servers", link.cluster.bootstrap());
+        }
         let producer_properties = Self::producer_properties(&base, &self.producer_config);
         let producer = producer_properties
             .producer()
@@ -204,6 +240,9 @@ impl Broker for KafkaBroker {
                 producer: OnceCell::new(),
                 eos: EosRegistry::default(),
                 closing_consumers: watch::Sender::new(0),
+                opened: std::sync::Mutex::new(Vec::new()),
+                #[cfg(feature = "testing")]
+                in_process: link,
             }),
         })
     }
@@ -246,6 +285,30 @@ pub(crate) struct ConnState {
     eos: EosRegistry,
     /// Consumers whose subscription is gone and whose close (commit, leave) still runs.
     closing_consumers: watch::Sender<usize>,
+    /// Every subscription opened, in order: how the cluster routes a record to them.
+    opened: std::sync::Mutex<Vec<Opened>>,
+    /// The embedded cluster of an in-process connection.
+    #[cfg(feature = "testing")]
+    in_process: Link,
+}
+
+/// A subscription as routing sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Opened {
+    pub(crate) name: String,
+    pub(crate) group: Option<String>,
+    pub(crate) topics: Vec<String>,
+    pub(crate) pattern: Option<regex::Regex>,
+    /// Whether it reads named partitions (a manual assignment, outside any group's sharing).
+    pub(crate) partitions: bool,
+}
+
+impl Opened {
+    /// Whether it reads `topic`.
+    pub(crate) fn reads(&self, topic: &str) -> bool {
+        self.topics.iter().any(|t| t == topic)
+            || self.pattern.as_ref().is_some_and(|p| p.is_match(topic))
+    }
 }
 
 impl fmt::Debug for ConnState {
@@ -302,6 +365,28 @@ impl ConnState {
 
     pub(crate) fn eos(&self) -> &EosRegistry {
         &self.eos
+    }
+
+    /// Notes a subscription opened on this connection.
+    pub(crate) fn note_opened(&self, opened: Opened) {
+        self.opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(opened);
+    }
+
+    /// Every subscription opened on this connection, in order.
+    pub(crate) fn opened(&self) -> Vec<Opened> {
+        self.opened
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The embedded cluster link of an in-process connection.
+    #[cfg(feature = "testing")]
+    pub(crate) fn in_process(&self) -> Option<&Arc<crate::testing::link::InProcessLink>> {
+        self.in_process.as_ref()
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -60,6 +60,10 @@ impl KafkaMessage {
         if matches!(message.core.commit, Commit::Transactional(_)) {
             let _ = message.headers.set(message.build_headers());
         }
+        #[cfg(feature = "testing")]
+        if let Some(link) = message.core.tap.link() {
+            link.delivery_opened();
+        }
         message
     }
 
@@ -166,6 +170,15 @@ impl KafkaMessage {
             Commit::Auto => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "testing")]
+impl Drop for KafkaMessage {
+    fn drop(&mut self) {
+        if let Some(link) = self.core.tap.link() {
+            link.delivery_closed();
+        }
     }
 }
 

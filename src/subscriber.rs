@@ -159,6 +159,9 @@ pub(crate) struct SubCore {
     limits: (usize, usize),
     /// The exactly-once pipeline group this subscription feeds (`Commit::Transactional`).
     pub eos: Option<Arc<EosGroup>>,
+    /// The in-process harness count's view of this subscription (empty on a live connection).
+    #[cfg(feature = "testing")]
+    pub(crate) tap: crate::testing::link::Tap,
 }
 
 impl fmt::Debug for SubCore {
@@ -173,6 +176,11 @@ impl fmt::Debug for SubCore {
 impl Drop for SubCore {
     fn drop(&mut self) {
         self.closing.send_replace(true);
+        // What this subscription was owed is owed no more (unless its group has other members).
+        #[cfg(feature = "testing")]
+        if let Some(link) = self.tap.link() {
+            link.recount();
+        }
         let mut life = lock(&self.life);
         life.core_dropped = true;
         if !life.pump_exited {
@@ -249,6 +257,8 @@ impl SubCore {
         for tp in tps {
             self.partition(tp).reposition();
         }
+        #[cfg(feature = "testing")]
+        self.tap.clear(Some(tps));
         let mut queue = lock(&self.queue);
         let Queue {
             items,
@@ -273,6 +283,41 @@ impl SubCore {
         if let Some(group) = &self.eos {
             group.repositioned.notify_waiters();
         }
+        #[cfg(feature = "testing")]
+        self.tap.recount();
+    }
+
+    /// Every assigned partition with the next offset this subscription hands its handler,
+    /// where known: the record in hand, else the first queued one, else the consumer's
+    /// position.
+    #[cfg(feature = "testing")]
+    pub(crate) fn next_to_hand(&self) -> Vec<(TopicPartition, Option<i64>)> {
+        let assigned = self.consumer.assignment();
+        let current = self.tap.current();
+        let queue = lock(&self.queue);
+        assigned
+            .into_iter()
+            .map(|tp| {
+                if let Some((held, next)) = &current
+                    && *held == tp
+                {
+                    return (tp, Some(*next));
+                }
+                let queued = queue.items.iter().find_map(|item| match item {
+                    Item::Batch {
+                        part,
+                        generation,
+                        records,
+                        ..
+                    } if part.tp == tp && part.is_current(*generation) => {
+                        records.records.first().map(|r| r.offset)
+                    }
+                    _ => None,
+                });
+                let start = queued.or_else(|| self.consumer.position(&tp));
+                (tp, start)
+            })
+            .collect()
     }
 
     /// Resumes fetching after the stream drained a throttled queue.
@@ -369,6 +414,8 @@ impl KafkaSubscriber {
                     return Some(Ok(self.hand_over(part, generation, record)));
                 }
                 self.current = None;
+                #[cfg(feature = "testing")]
+                self.core.tap.clear(None);
             }
             let mut queue = lock(&self.core.queue);
             match queue.items.pop_front()? {
@@ -382,6 +429,10 @@ impl KafkaSubscriber {
                     queue.records -= records.records.len();
                     self.core.unthrottle(&mut queue);
                     drop(queue);
+                    #[cfg(feature = "testing")]
+                    if let Some(first) = records.records.first() {
+                        self.core.tap.handing(&part.tp, first.offset);
+                    }
                     self.current = Some(Current {
                         part,
                         generation,
@@ -417,7 +468,14 @@ impl KafkaSubscriber {
                 part.tracked.lock().delivered(generation, offset);
             }
         }
-        KafkaMessage::new(Arc::clone(&self.core), part, generation, record)
+        #[cfg(feature = "testing")]
+        let tp = part.tp.clone();
+        // Counted alive first, then no longer owed: a recount in between sees it twice, never
+        // not at all.
+        let message = KafkaMessage::new(Arc::clone(&self.core), part, generation, record);
+        #[cfg(feature = "testing")]
+        self.core.tap.handing(&tp, offset + 1);
+        message
     }
 }
 
@@ -540,8 +598,25 @@ fn is_unknown_topic(err: &ClientError) -> bool {
 
 async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber, KafkaError> {
     let settings = plan.properties.consumer().map_err(KafkaError::subscribe)?;
+    state.note_opened(opened_of(&plan));
+    // In process, naming a topic creates it (one partition), as a first produce would.
+    #[cfg(feature = "testing")]
+    if let Some(link) = state.in_process() {
+        let named: Vec<&String> = match &plan.target {
+            Target::Group { topics, .. } => topics.iter().collect(),
+            Target::Partitions { topic, .. } => vec![topic],
+        };
+        for topic in named {
+            link.cluster.create_topic(topic, 1);
+        }
+    }
     let mut config = settings.consumer_config();
     let auto_store = config.enable_auto_offset_store;
+    #[cfg(feature = "testing")]
+    let config_view = (
+        config.isolation == crate::client::IsolationLevel::ReadCommitted,
+        config.auto_offset_reset == crate::client::OffsetReset::Earliest,
+    );
     // The subscription stores offsets itself: at hand-over (Auto) or on settle (Tracked).
     config.enable_auto_offset_store = false;
     // A partition handed back before anything was read resumes where this member started,
@@ -578,9 +653,15 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         life: Arc::clone(&life),
         limits,
         eos,
+        #[cfg(feature = "testing")]
+        tap: crate::testing::link::Tap::new(state.in_process().cloned(), reader_of(&plan, &config_view)),
     });
     if let Some(group) = &core.eos {
         group.add(&core);
+    }
+    #[cfg(feature = "testing")]
+    if let Some(link) = core.tap.link() {
+        link.reader_opened(&core);
     }
     match &plan.target {
         Target::Partitions { topic, partitions } => {
@@ -639,6 +720,26 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         current: None,
         pending_error: None,
     })
+}
+
+/// How routing sees `plan`.
+fn opened_of(plan: &Plan) -> crate::broker::Opened {
+    let (topics, pattern, partitions) = match &plan.target {
+        Target::Group { topics, patterns } => {
+            let pattern = (!patterns.is_empty())
+                .then(|| regex::Regex::new(&combined_pattern(&[], patterns)).ok())
+                .flatten();
+            (topics.clone(), pattern, false)
+        }
+        Target::Partitions { topic, .. } => (vec![topic.clone()], None, true),
+    };
+    crate::broker::Opened {
+        name: plan.name.clone(),
+        group: plan.group.clone(),
+        topics,
+        pattern,
+        partitions,
+    }
 }
 
 /// One regular expression for literal topics and patterns together.
@@ -923,5 +1024,31 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
         }
     }
     core.wake.wake();
+    #[cfg(feature = "testing")]
+    core.tap.recount();
     Ok(())
+}
+
+/// What `plan` reads, for the in-process harness count.
+#[cfg(feature = "testing")]
+fn reader_of(plan: &Plan, (read_committed, earliest): &(bool, bool)) -> crate::testing::link::Reader {
+    let (topics, pattern, partitions) = match &plan.target {
+        Target::Group { topics, patterns } => {
+            let pattern = (!patterns.is_empty())
+                .then(|| regex::Regex::new(&combined_pattern(&[], patterns)).ok())
+                .flatten();
+            (topics.clone(), pattern, None)
+        }
+        Target::Partitions { topic, partitions } => {
+            (vec![topic.clone()], None, Some(partitions.clone()))
+        }
+    };
+    crate::testing::link::Reader {
+        group: plan.group.clone(),
+        topics,
+        pattern,
+        partitions,
+        read_committed: *read_committed,
+        earliest: *earliest,
+    }
 }

@@ -26,8 +26,11 @@ use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
 pub enum Target {
     /// Apache Kafka at `KAFKA_TEST_URL`.
     Kafka,
-    /// The embedded cluster of `ruststream_kafka::testing`, in this process.
+    /// The embedded cluster of `ruststream_kafka::testing`, in this process, through
+    /// in-memory pipes.
     Embedded,
+    /// The same embedded cluster reached through its loopback TCP listeners.
+    EmbeddedTcp,
 }
 
 /// The target of this run, from `KAFKA_TEST_TARGET` (`kafka` or `embedded`); anything else
@@ -37,7 +40,10 @@ pub fn target() -> Target {
     match std::env::var("KAFKA_TEST_TARGET").as_deref() {
         Err(_) | Ok("" | "kafka") => Target::Kafka,
         Ok("embedded") => Target::Embedded,
-        Ok(other) => panic!("KAFKA_TEST_TARGET={other}: expected `kafka` or `embedded`"),
+        Ok("embedded-tcp") => Target::EmbeddedTcp,
+        Ok(other) => {
+            panic!("KAFKA_TEST_TARGET={other}: expected `kafka`, `embedded` or `embedded-tcp`")
+        }
     }
 }
 
@@ -60,7 +66,7 @@ pub fn embedded() -> &'static EmbeddedCluster {
 /// model is reported and passes without running; against Kafka every scenario runs.
 #[must_use]
 pub fn unsupported_on_embedded(why: &str) -> bool {
-    if target() == Target::Embedded {
+    if target() != Target::Kafka {
         eprintln!("not run on the embedded cluster: {why}");
         return true;
     }
@@ -75,7 +81,36 @@ pub fn bootstrap() -> String {
             std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "127.0.0.1:9092".to_owned())
         }
         Target::Embedded => embedded().bootstrap(),
+        Target::EmbeddedTcp => embedded_loopback().to_owned(),
     }
+}
+
+/// The loopback bootstrap list of [`embedded`]: its listeners run on a thread of their own,
+/// so they outlive every test's runtime.
+fn embedded_loopback() -> &'static str {
+    static LOOPBACK: OnceLock<String> = OnceLock::new();
+    LOOPBACK.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => panic!("a runtime for the embedded listeners: {e}"),
+            };
+            runtime.block_on(async move {
+                let opened = embedded().listen().await.map(|_| embedded().loopback_bootstrap());
+                let _ = tx.send(opened);
+                std::future::pending::<()>().await;
+            });
+        });
+        match rx.recv() {
+            Ok(Ok(Some(bootstrap))) => bootstrap,
+            other => panic!("the embedded cluster's loopback listeners did not open: {other:?}"),
+        }
+    })
 }
 
 /// A client connected to the cluster under test; panics (failing the test) when there is none.

@@ -174,6 +174,11 @@ async fn paused_partitions_wait_and_others_go_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_committed_skips_the_java_clients_aborted_transactions() {
+    if protocol_tests::unsupported_on_embedded(
+        "runs the Java client (scripts/interop), which the in-memory cluster cannot serve",
+    ) {
+        return;
+    }
     let client = client().await;
     let topic = unique_topic("consume-txn");
     create_topic(&client, &topic, 1).await;

@@ -21,7 +21,11 @@ pub(crate) struct StoredBatch {
     pub(crate) header: BatchHeader,
     /// The whole batch as fetched, base offset stamped.
     pub(crate) bytes: Bytes,
+    /// When it was appended, across every log of the process: the global produce order.
+    pub(crate) sequence: u64,
 }
+
+static APPENDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl StoredBatch {
     pub(crate) fn base_offset(&self) -> i64 {
@@ -113,6 +117,7 @@ impl PartitionLog {
         self.batches.push_back(StoredBatch {
             header,
             bytes: stamped.freeze(),
+            sequence: APPENDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         });
         base
     }
@@ -159,6 +164,19 @@ impl PartitionLog {
     /// Reads batches from `offset` up to the reader's visible end, at most about `max_bytes`
     /// (the first batch is returned whole even when larger, as Kafka does).
     pub(crate) fn read(&self, offset: i64, max_bytes: usize, read_committed: bool) -> ReadOutcome {
+        self.read_limited(offset, max_bytes, read_committed, true)
+    }
+
+    /// Reads as [`read`](Self::read) does; the first batch is returned whole even when larger
+    /// than `max_bytes` only if `min_one` (a fetch grants that to its first partition with
+    /// data, so later partitions keep to what is left of the response's budget).
+    pub(crate) fn read_limited(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        read_committed: bool,
+        min_one: bool,
+    ) -> ReadOutcome {
         let end = self.visible_end(read_committed);
         let mut out = BytesMut::new();
         let mut first_offset = None;
@@ -171,7 +189,7 @@ impl PartitionLog {
             if batch.last_offset() >= end {
                 break;
             }
-            if !out.is_empty() && out.len() + batch.bytes.len() > max_bytes {
+            if (!out.is_empty() || !min_one) && out.len() + batch.bytes.len() > max_bytes {
                 break;
             }
             first_offset.get_or_insert(batch.base_offset());

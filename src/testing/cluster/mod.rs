@@ -8,6 +8,7 @@
 //!
 //! What it does not model is listed in `docs/embedded-cluster.md`.
 
+mod direct;
 mod dispatch;
 mod fetch;
 mod groups;
@@ -24,7 +25,7 @@ mod versions;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::io::DuplexStream;
@@ -33,6 +34,7 @@ use tokio::sync::Notify;
 use crate::client::memory::{self, MemoryEndpoint};
 use crate::testing::faults::{FaultState, Faults};
 
+pub use direct::Refusal;
 pub(crate) use state::State;
 
 static NEXT_CLUSTER: AtomicU64 = AtomicU64::new(1);
@@ -110,9 +112,18 @@ pub(crate) struct Shared {
     pub(crate) changed: Notify,
     listeners: Mutex<Vec<SocketAddr>>,
     endpoints: Mutex<Vec<Arc<NodeEndpoint>>>,
+<<<<<<< HEAD
     /// Faults armed by the test, consulted before each request.
     pub(crate) faults: FaultState,
+=======
+    /// The next partition of a keyless record written directly.
+    pub(crate) round_robin: AtomicU64,
+    /// Run after every request the cluster answers (the in-process harness count).
+    change_hook: OnceLock<ChangeHook>,
+>>>>>>> main
 }
+
+type ChangeHook = Box<dyn Fn() + Send + Sync>;
 
 /// Which way a connection reached the cluster: decides the addresses Metadata advertises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +156,18 @@ impl Shared {
                     |a| (a.ip().to_string(), a.port()),
                 )
             }
+        }
+    }
+
+    /// Sets what runs after every answered request; a second hook is ignored.
+    pub(crate) fn on_change(&self, hook: ChangeHook) {
+        let _ = self.change_hook.set(hook);
+    }
+
+    /// Runs the change hook, if any. Never called with the state locked.
+    pub(crate) fn after_change(&self) {
+        if let Some(hook) = self.change_hook.get() {
+            hook();
         }
     }
 
@@ -194,7 +217,12 @@ impl EmbeddedCluster {
             changed: Notify::new(),
             listeners: Mutex::new(Vec::new()),
             endpoints: Mutex::new(Vec::new()),
+<<<<<<< HEAD
             faults,
+=======
+            change_hook: OnceLock::new(),
+            round_robin: AtomicU64::new(0),
+>>>>>>> main
         });
         let mut endpoints = Vec::new();
         for node in shared.node_ids() {

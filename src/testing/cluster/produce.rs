@@ -1,9 +1,488 @@
 //! Produce: validation, idempotence checks, appends.
+//!
+//! Each partition's record set goes through the checks a Kafka leader makes, in Kafka's
+//! order: the partition exists and is led here; the set is exactly one v2 batch; the
+//! transaction (if any) allows the write; the batch fits `max.message.bytes`, has a valid CRC
+//! and consistent header, and its records decode and carry acceptable timestamps (and keys on
+//! compacted topics); then the producer's sequence. Only then is it appended.
 
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
+};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::client::records::{BatchHeader, RecordBatches};
+
+use super::producers::SequenceCheck;
 use super::server::Cx;
+use super::state::State;
+use super::topics::Topic;
 
-pub(crate) async fn handle(_cx: &Cx<'_>, _request: ProduceRequest) -> Option<ProduceResponse> {
-    Some(ProduceResponse::default())
+/// The most a compressed batch may expand to while it is validated.
+const MAX_DECOMPRESSED: usize = 128 << 20;
+
+/// Bytes before a batch's magic byte: base offset, length, partition leader epoch.
+const MAGIC_AT: usize = 16;
+
+/// Bytes of a batch before its `length` field counts: base offset and the length itself.
+const LOG_OVERHEAD: usize = 12;
+
+/// `log.message.timestamp.after.max.ms` (Kafka 4's default: an hour).
+const TIMESTAMP_AFTER_MAX_MS: i64 = 3_600_000;
+
+/// Answers a Produce request; `None` for `acks=0`, which gets no response.
+pub(crate) async fn handle(cx: &Cx<'_>, request: ProduceRequest) -> Option<ProduceResponse> {
+    let acks = request.acks;
+    let response = {
+        let mut state = cx.cluster.state();
+        append_all(cx, &mut state, request)
+    };
+    cx.cluster.changed.notify_waiters();
+    (acks != 0).then_some(response)
+}
+
+fn append_all(cx: &Cx<'_>, state: &mut State, request: ProduceRequest) -> ProduceResponse {
+    let now = wall_clock_ms();
+    let valid_acks = matches!(request.acks, -1..=1);
+    let mut leaders = Vec::new();
+    let responses = request
+        .topic_data
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name.0.as_str().to_owned();
+            let partitions = topic
+                .partition_data
+                .into_iter()
+                .map(|data| {
+                    let outcome = if valid_acks {
+                        append_one(cx, state, &name, data.index, data.records, now)
+                    } else {
+                        Err(Refusal::new(ResponseError::InvalidRequiredAcks))
+                    };
+                    match outcome {
+                        Ok(appended) => PartitionProduceResponse::default()
+                            .with_index(data.index)
+                            .with_base_offset(appended.base_offset)
+                            .with_log_append_time_ms(-1)
+                            .with_log_start_offset(appended.log_start),
+                        Err(refusal) => {
+                            let mut response = refusal.response(data.index);
+                            if refusal.error == ResponseError::NotLeaderOrFollower
+                                && cx.version >= 10
+                            {
+                                if let Some(p) = state.topics.partition(&name, data.index) {
+                                    response = response.with_current_leader(
+                                        LeaderIdAndEpoch::default()
+                                            .with_leader_id(BrokerId(p.leader))
+                                            .with_leader_epoch(p.leader_epoch),
+                                    );
+                                    leaders.push(p.leader);
+                                }
+                            }
+                            response
+                        }
+                    }
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(topic.name)
+                .with_partition_responses(partitions)
+        })
+        .collect();
+    leaders.sort_unstable();
+    leaders.dedup();
+    // KIP-951: a client told to go elsewhere also learns where that is.
+    let endpoints = leaders
+        .into_iter()
+        .map(|node| {
+            let (host, port) = cx.cluster.advertised(cx.listener, node);
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(node))
+                .with_host(StrBytes::from_string(host))
+                .with_port(i32::from(port))
+        })
+        .collect();
+    ProduceResponse::default()
+        .with_responses(responses)
+        .with_node_endpoints(endpoints)
+}
+
+/// Where an accepted batch went.
+struct Appended {
+    base_offset: i64,
+    log_start: i64,
+}
+
+/// Why a partition's batch was refused.
+struct Refusal {
+    error: ResponseError,
+    message: Option<String>,
+    /// Records refused individually (index in the batch, reason).
+    records: Vec<(i32, String)>,
+}
+
+impl Refusal {
+    fn new(error: ResponseError) -> Self {
+        Refusal {
+            error,
+            message: None,
+            records: Vec::new(),
+        }
+    }
+
+    fn with_message(error: ResponseError, message: String) -> Self {
+        Refusal {
+            error,
+            message: Some(message),
+            records: Vec::new(),
+        }
+    }
+
+    fn response(&self, index: i32) -> PartitionProduceResponse {
+        PartitionProduceResponse::default()
+            .with_index(index)
+            .with_error_code(self.error.code())
+            .with_base_offset(-1)
+            .with_log_append_time_ms(-1)
+            .with_log_start_offset(-1)
+            .with_error_message(self.message.clone().map(StrBytes::from_string))
+            .with_record_errors(
+                self.records
+                    .iter()
+                    .map(|(index, message)| {
+                        BatchIndexAndErrorMessage::default()
+                            .with_batch_index(*index)
+                            .with_batch_index_error_message(Some(StrBytes::from_string(
+                                message.clone(),
+                            )))
+                    })
+                    .collect(),
+            )
+    }
+}
+
+fn append_one(
+    cx: &Cx<'_>,
+    state: &mut State,
+    topic_name: &str,
+    index: i32,
+    records: Option<Bytes>,
+    now: i64,
+) -> Result<Appended, Refusal> {
+    let Some(topic) = state.topics.by_name.get(topic_name) else {
+        return Err(Refusal::new(ResponseError::UnknownTopicOrPartition));
+    };
+    let partition = usize::try_from(index)
+        .ok()
+        .and_then(|i| topic.partitions.get(i))
+        .ok_or_else(|| Refusal::new(ResponseError::UnknownTopicOrPartition))?;
+    if partition.leader != cx.node {
+        return Err(Refusal::new(ResponseError::NotLeaderOrFollower));
+    }
+    let bytes = single_batch(cx.version, records.unwrap_or_default())?;
+    let header = peek_header(&bytes)?;
+    if header.is_transactional() {
+        super::txn::check_produce(
+            state,
+            header.producer_id,
+            header.producer_epoch,
+            topic_name,
+            index,
+        )
+        .map_err(Refusal::new)?;
+    }
+    let topic = state
+        .topics
+        .by_name
+        .get(topic_name)
+        .ok_or_else(|| Refusal::new(ResponseError::UnknownTopicOrPartition))?;
+    let header = validate(cx, topic_name, topic, &bytes, now)?;
+    let topic_id = topic.id;
+    let outcome = if header.producer_id >= 0 {
+        state
+            .producers
+            .check(topic_id, index, &header)
+            .map_err(|error| {
+                Refusal::with_message(
+                    error,
+                    format!(
+                        "producer {} epoch {} sequence {} refused on {topic_name}-{index}",
+                        header.producer_id, header.producer_epoch, header.base_sequence
+                    ),
+                )
+            })?
+    } else {
+        SequenceCheck::Append
+    };
+    let partition = state
+        .topics
+        .partition_mut(topic_name, index)
+        .ok_or_else(|| Refusal::new(ResponseError::UnknownTopicOrPartition))?;
+    let base_offset = match outcome {
+        SequenceCheck::Duplicate(original) => original.first_offset,
+        SequenceCheck::Append => {
+            let header = BatchHeader {
+                partition_leader_epoch: partition.leader_epoch,
+                ..header
+            };
+            let base = partition.log.append(header, &stamp_leader_epoch(&bytes, partition.leader_epoch));
+            if let Some(keep) = cx.cluster.options.retention_records {
+                partition.log.retain(keep);
+            }
+            base
+        }
+    };
+    let log_start = partition.log.log_start();
+    if outcome == SequenceCheck::Append && header.producer_id >= 0 {
+        state
+            .producers
+            .appended(topic_id, index, &header, base_offset);
+    }
+    Ok(Appended {
+        base_offset,
+        log_start,
+    })
+}
+
+/// The record set of one partition must be exactly one v2 batch (produce v3 and later); a
+/// trailing fragment too short to be a batch is ignored, as Kafka trims it.
+fn single_batch(version: i16, records: Bytes) -> Result<Bytes, Refusal> {
+    let Some(length) = batch_length(&records) else {
+        return Err(Refusal::with_message(
+            ResponseError::InvalidRecord,
+            format!(
+                "Produce requests with version {version} must have at least one record batch per partition"
+            ),
+        ));
+    };
+    let magic = records.get(MAGIC_AT).copied().unwrap_or_default();
+    if magic != 2 {
+        return Err(Refusal::with_message(
+            ResponseError::InvalidRecord,
+            format!(
+                "Produce requests with version {version} are only allowed to contain record batches with magic version 2"
+            ),
+        ));
+    }
+    let rest = records.slice(length..);
+    if batch_length(&rest).is_some() {
+        return Err(Refusal::with_message(
+            ResponseError::InvalidRecord,
+            format!(
+                "Produce requests with version {version} are only allowed to contain exactly one record batch per partition"
+            ),
+        ));
+    }
+    Ok(records.slice(..length))
+}
+
+/// The size of the whole batch at the start of `data`, if all of it is there.
+fn batch_length(data: &[u8]) -> Option<usize> {
+    let field: [u8; 4] = data.get(8..LOG_OVERHEAD)?.try_into().ok()?;
+    let length = usize::try_from(i32::from_be_bytes(field)).ok()?;
+    let whole = LOG_OVERHEAD.checked_add(length)?;
+    // Kafka reads anything shorter than a magic byte as no batch at all.
+    (whole > MAGIC_AT && data.len() >= whole).then_some(whole)
+}
+
+/// The batch header, read without checking the CRC (the checks that come before it need the
+/// producer fields).
+fn peek_header(bytes: &Bytes) -> Result<BatchHeader, Refusal> {
+    let mut batches = RecordBatches::new(bytes.clone(), MAX_DECOMPRESSED);
+    match batches.next() {
+        Some(Ok(batch)) => Ok(batch.header),
+        // A CRC failure, a short header: Kafka finds these when it validates the batch.
+        Some(Err(e)) => Err(Refusal::with_message(
+            ResponseError::CorruptMessage,
+            e.to_string(),
+        )),
+        None => Err(Refusal::new(ResponseError::CorruptMessage)),
+    }
+}
+
+/// The checks of Kafka's `analyzeAndValidateRecords` and `LogValidator`.
+fn validate(
+    cx: &Cx<'_>,
+    topic_name: &str,
+    topic: &Topic,
+    bytes: &Bytes,
+    now: i64,
+) -> Result<BatchHeader, Refusal> {
+    let max = topic
+        .config("max.message.bytes")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(cx.cluster.options.message_max_bytes);
+    if bytes.len() > max {
+        return Err(Refusal::with_message(
+            ResponseError::MessageTooLarge,
+            format!(
+                "The record batch size in the append to {topic_name} is {} bytes which exceeds the maximum configured value of {max}.",
+                bytes.len()
+            ),
+        ));
+    }
+    let batch = match RecordBatches::new(bytes.clone(), MAX_DECOMPRESSED).next() {
+        Some(Ok(batch)) => batch,
+        Some(Err(e)) => {
+            return Err(Refusal::with_message(ResponseError::CorruptMessage, e.to_string()));
+        }
+        None => return Err(Refusal::new(ResponseError::CorruptMessage)),
+    };
+    let h = batch.header;
+    let invalid = |message: String| Refusal::with_message(ResponseError::InvalidRecord, message);
+    if h.base_offset != 0 {
+        return Err(invalid(format!(
+            "The baseOffset of the record batch in the append to {topic_name} should be 0, but it is {}",
+            h.base_offset
+        )));
+    }
+    if h.last_offset_delta < 0 {
+        return Err(invalid(format!(
+            "Batch has an invalid offset range: [0, {}]",
+            h.last_offset_delta
+        )));
+    }
+    if h.record_count <= 0 {
+        return Err(invalid(format!(
+            "Invalid reported count for record batch: {}",
+            h.record_count
+        )));
+    }
+    if i64::from(h.last_offset_delta) + 1 != i64::from(h.record_count) {
+        return Err(invalid(format!(
+            "Inconsistent batch offset range [0, {}] and count of records {}",
+            h.last_offset_delta, h.record_count
+        )));
+    }
+    if h.is_control() {
+        return Err(invalid(
+            "Clients are not allowed to write control records".to_owned(),
+        ));
+    }
+    if h.producer_id >= 0 && h.base_sequence < 0 {
+        return Err(invalid(format!(
+            "Invalid sequence number {} in record batch with producerId {}",
+            h.base_sequence, h.producer_id
+        )));
+    }
+    let records = batch
+        .records()
+        .map_err(|e| Refusal::with_message(ResponseError::CorruptMessage, e.to_string()))?;
+    let after_max = topic
+        .config("message.timestamp.after.max.ms")
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(TIMESTAMP_AFTER_MAX_MS);
+    let before_max = topic
+        .config("message.timestamp.before.max.ms")
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(i64::MAX);
+    let compacted = topic.is_compacted();
+    let mut timestamps = Vec::new();
+    let mut keyless = Vec::new();
+    for (record, i) in records.iter().zip(0..) {
+        if compacted && record.key.is_none() {
+            keyless.push((
+                i,
+                format!("Compacted topic cannot accept message without key in topic partition {topic_name}."),
+            ));
+        }
+        let ts = record.timestamp;
+        if !h.is_log_append_time()
+            && ts >= 0
+            && (ts < now.saturating_sub(before_max) || ts > now.saturating_add(after_max))
+        {
+            timestamps.push((
+                i,
+                format!("Timestamp {ts} of message with offset {i} is out of range."),
+            ));
+        }
+    }
+    if !keyless.is_empty() {
+        return Err(Refusal {
+            error: ResponseError::InvalidRecord,
+            message: Some("One or more records have been rejected".to_owned()),
+            records: keyless,
+        });
+    }
+    if !timestamps.is_empty() {
+        return Err(Refusal {
+            error: ResponseError::InvalidTimestamp,
+            message: Some("One or more records have been rejected due to invalid timestamp".to_owned()),
+            records: timestamps,
+        });
+    }
+    Ok(h)
+}
+
+/// The batch with the partition's leader epoch written in, as a leader stamps it (the CRC
+/// does not cover that field).
+fn stamp_leader_epoch(bytes: &Bytes, epoch: i32) -> Bytes {
+    let mut out = bytes.to_vec();
+    if let Some(field) = out.get_mut(LOG_OVERHEAD..MAGIC_AT) {
+        field.copy_from_slice(&epoch.to_be_bytes());
+    }
+    Bytes::from(out)
+}
+
+fn wall_clock_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::records::{BatchBuilder, Codec, ProducerState};
+
+    fn one_batch() -> Bytes {
+        let mut builder = BatchBuilder::new(1024);
+        builder
+            .push(0, Some(Bytes::from_static(b"k")), Some(Bytes::from_static(b"v")), &[])
+            .expect("fits");
+        builder
+            .build(Codec::None, 0, ProducerState::default())
+            .expect("builds")
+    }
+
+    #[test]
+    fn a_record_set_must_be_exactly_one_batch() {
+        let batch = one_batch();
+        assert!(single_batch(9, batch.clone()).is_ok());
+        let mut two = batch.to_vec();
+        two.extend_from_slice(&batch);
+        let refused = single_batch(9, Bytes::from(two)).err().map(|r| r.error);
+        assert_eq!(refused, Some(ResponseError::InvalidRecord));
+        let mut fragment = batch.to_vec();
+        fragment.extend_from_slice(&[0; 5]);
+        assert!(single_batch(9, Bytes::from(fragment)).is_ok());
+        let empty = single_batch(9, Bytes::new()).err().map(|r| r.error);
+        assert_eq!(empty, Some(ResponseError::InvalidRecord));
+        let mut old = batch.to_vec();
+        old[MAGIC_AT] = 1;
+        let old = single_batch(9, Bytes::from(old)).err().map(|r| r.error);
+        assert_eq!(old, Some(ResponseError::InvalidRecord));
+    }
+
+    #[test]
+    fn a_flipped_bit_fails_the_crc() {
+        let mut bytes = one_batch().to_vec();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let refused = peek_header(&Bytes::from(bytes)).err().map(|r| r.error);
+        assert_eq!(refused, Some(ResponseError::CorruptMessage));
+    }
+
+    #[test]
+    fn the_leader_epoch_is_stamped_outside_the_crc() {
+        let stamped = stamp_leader_epoch(&one_batch(), 7);
+        let header = peek_header(&stamped).ok().expect("still valid");
+        assert_eq!(header.partition_leader_epoch, 7);
+    }
 }

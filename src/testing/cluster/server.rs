@@ -143,7 +143,9 @@ async fn answer(
         let (response, version) = super::versions::answer(&cx);
         encode(&Cx { version, ..cx }, &response)?
     } else {
-        super::dispatch::dispatch(&cx, api, frame).await?
+        let body = super::dispatch::dispatch(&cx, api, frame).await?;
+        shared.after_change();
+        body
     };
     let Some(body) = body else {
         return Ok(None);

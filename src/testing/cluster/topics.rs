@@ -20,6 +20,31 @@ pub(crate) struct Partition {
 pub(crate) struct Topic {
     pub(crate) id: uuid::Uuid,
     pub(crate) partitions: Vec<Partition>,
+    /// How many nodes each partition lists as replicas (the leader first). Only the leader
+    /// holds the log: the others are reported, never written to.
+    pub(crate) replication_factor: i16,
+    /// Topic-level configs set at creation, by name.
+    pub(crate) configs: BTreeMap<String, String>,
+}
+
+impl Topic {
+    /// The nodes listed as replicas of `partition`: the leader and the ones after it.
+    pub(crate) fn replicas(&self, partition: &Partition, nodes: u16) -> Vec<i32> {
+        let nodes = i32::from(nodes.max(1));
+        let count = i32::from(self.replication_factor).clamp(1, nodes);
+        (0..count).map(|i| (partition.leader + i) % nodes).collect()
+    }
+
+    /// A topic config, if it was set.
+    pub(crate) fn config(&self, name: &str) -> Option<&str> {
+        self.configs.get(name).map(String::as_str)
+    }
+
+    /// Whether records need keys: `cleanup.policy` includes `compact`.
+    pub(crate) fn is_compacted(&self) -> bool {
+        self.config("cleanup.policy")
+            .is_some_and(|p| p.split(',').any(|s| s.trim() == "compact"))
+    }
 }
 
 /// Every topic of the cluster, by name.
@@ -46,8 +71,41 @@ impl Topics {
                     ..Partition::default()
                 })
                 .collect(),
+            replication_factor: 1,
+            configs: BTreeMap::new(),
         };
         self.by_name.entry(name.to_owned()).or_insert(topic)
+    }
+
+    /// Creates `name` as [`create`](Self::create) does, with a replication factor and
+    /// topic configs.
+    pub(crate) fn create_with(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        nodes: u16,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+    ) -> &mut Topic {
+        let topic = self.create(name, partitions, nodes);
+        topic.replication_factor = replication_factor.max(1);
+        topic.configs = configs;
+        topic
+    }
+
+    /// Removes `name` with its logs.
+    pub(crate) fn delete(&mut self, name: &str) -> Option<Topic> {
+        self.by_name.remove(name)
+    }
+
+    /// An existing topic whose name equals `name` once `.` and `_` are treated alike (Kafka
+    /// refuses such a pair, as their metric names would clash).
+    pub(crate) fn colliding(&self, name: &str) -> Option<&str> {
+        let folded = fold(name);
+        self.by_name
+            .keys()
+            .find(|existing| existing.as_str() != name && fold(existing) == folded)
+            .map(String::as_str)
     }
 
     /// The partition `partition` of `topic`, if both exist.
@@ -69,6 +127,10 @@ impl Topics {
             .find(|(_, t)| t.id == id)
             .map(|(name, _)| name.as_str())
     }
+}
+
+fn fold(name: &str) -> String {
+    name.replace('.', "_")
 }
 
 /// Kafka's rule for topic names: 1 to 249 of `[a-zA-Z0-9._-]`, and not `.` or `..`.

@@ -1,0 +1,300 @@
+//! The in-process arm of a connected broker: its embedded cluster and the harness count.
+//!
+//! `TestApp` waits until nothing is in flight, so the transport keeps the harness
+//! [`Coordinator`] told of every change of what is outstanding:
+//!
+//! - records a subscription of this connection has still to hand its handler: for every
+//!   partition of a subscribed topic, the deliverable records (control markers never, aborted
+//!   ones not under `read_committed`) from the next offset the reader will hand out to the end
+//!   it can see. That start is read off the subscription itself (the record it is handing out,
+//!   its queue, its consumer's position); a partition no member holds at the moment (between
+//!   a revoke and an assign) starts at the group's committed offset, or at the reset;
+//! - deliveries alive (handed out and not dropped; a requeued one stays alive);
+//! - records inside transactions still open.
+//!
+//! The count is recomputed, not kept by events: after every request the cluster answers,
+//! every injection, every dropped delivery and every reposition. A recount that differs from
+//! the last one reported tells the coordinator the difference.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use regex::Regex;
+use ruststream::testing::Coordinator;
+
+use super::cluster::{EmbeddedCluster, State};
+use crate::client::TopicPartition;
+use crate::subscriber::SubCore;
+
+/// What a subscription reads, for the count.
+#[derive(Debug, Clone)]
+pub(crate) struct Reader {
+    /// Its consumer group; `None` for a partition reader that joins none.
+    pub(crate) group: Option<String>,
+    pub(crate) topics: Vec<String>,
+    pub(crate) pattern: Option<Regex>,
+    /// Named partitions (a manual assignment): only these are read.
+    pub(crate) partitions: Option<Vec<i32>>,
+    pub(crate) read_committed: bool,
+    pub(crate) earliest: bool,
+}
+
+impl Reader {
+    fn reads(&self, topic: &str) -> bool {
+        self.topics.iter().any(|t| t == topic)
+            || self.pattern.as_ref().is_some_and(|p| p.is_match(topic))
+    }
+}
+
+#[derive(Default)]
+struct Count {
+    coordinator: Option<Coordinator>,
+    reported: u64,
+    alive: u64,
+    readers: Vec<Weak<SubCore>>,
+}
+
+/// A connected broker's link to its embedded cluster.
+pub(crate) struct InProcessLink {
+    pub(crate) cluster: EmbeddedCluster,
+    count: Mutex<Count>,
+}
+
+impl std::fmt::Debug for InProcessLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InProcessLink")
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InProcessLink {
+    /// Links a fresh cluster; the cluster recounts after every request it answers.
+    pub(crate) fn new(cluster: EmbeddedCluster) -> Arc<Self> {
+        let link = Arc::new(InProcessLink {
+            cluster,
+            count: Mutex::new(Count::default()),
+        });
+        let weak = Arc::downgrade(&link);
+        link.cluster.shared().on_change(Box::new(move || {
+            if let Some(link) = weak.upgrade() {
+                link.recount();
+            }
+        }));
+        link
+    }
+
+    fn count(&self) -> MutexGuard<'_, Count> {
+        self.count.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Installs the harness coordinator (a second install is ignored) and reports what is
+    /// outstanding already.
+    pub(crate) fn install(&self, coordinator: Coordinator) {
+        {
+            let mut count = self.count();
+            if count.coordinator.is_some() {
+                return;
+            }
+            count.coordinator = Some(coordinator);
+        }
+        self.recount();
+    }
+
+    /// A subscription opened on this connection.
+    pub(crate) fn reader_opened(&self, core: &Arc<SubCore>) {
+        self.count().readers.push(Arc::downgrade(core));
+        self.recount();
+    }
+
+    /// A delivery was handed out.
+    pub(crate) fn delivery_opened(&self) {
+        self.count().alive += 1;
+    }
+
+    /// A delivery was dropped (settled, refused or abandoned).
+    pub(crate) fn delivery_closed(&self) {
+        {
+            let mut count = self.count();
+            count.alive = count.alive.saturating_sub(1);
+        }
+        self.recount();
+    }
+
+    /// Recounts what is outstanding and tells the coordinator the difference.
+    pub(crate) fn recount(&self) {
+        let mut count = self.count();
+        if count.coordinator.is_none() {
+            return;
+        }
+        count.readers.retain(|r| r.strong_count() > 0);
+        let readers: Vec<Arc<SubCore>> = count.readers.iter().filter_map(Weak::upgrade).collect();
+        // Where each live reader stands, read before the cluster is locked (a subscription's
+        // locks are never taken inside the cluster's).
+        let views: Vec<View> = readers.iter().filter_map(|core| View::of(core)).collect();
+        let owed = {
+            let state = self.cluster.shared().state();
+            owed(&state, &views)
+        };
+        let total = owed + count.alive;
+        let Some(coordinator) = count.coordinator.clone() else {
+            return;
+        };
+        let reported = count.reported;
+        count.reported = total;
+        drop(count);
+        for _ in reported..total {
+            coordinator.enqueued();
+        }
+        for _ in total..reported {
+            coordinator.consumed();
+        }
+        // A subscription whose last handle was the one held here closes now, and its own
+        // recount runs after this one has reported.
+        drop(readers);
+    }
+}
+
+/// One live subscription as the count sees it.
+struct View {
+    reader: Reader,
+    /// Its assigned partitions and the next offset each hands out, where known.
+    starts: Vec<(TopicPartition, Option<i64>)>,
+}
+
+impl View {
+    fn of(core: &SubCore) -> Option<View> {
+        let reader = core.tap.reader()?.clone();
+        Some(View {
+            reader,
+            starts: core.next_to_hand(),
+        })
+    }
+}
+
+/// Records owed to the readers plus records inside open transactions.
+fn owed(state: &State, views: &[View]) -> u64 {
+    let mut total = state.open_transaction_records();
+    // Partitions already counted for a group (by any of its members).
+    let mut counted: Vec<(Option<&str>, &str, i32)> = Vec::new();
+    for view in views {
+        let group = view.reader.group.as_deref();
+        for (tp, start) in &view.starts {
+            if counted.contains(&(group, &tp.topic, tp.partition)) && group.is_some() {
+                continue;
+            }
+            counted.push((group, &tp.topic, tp.partition));
+            let start = start.or_else(|| fallback_start(state, &view.reader, &tp.topic, tp.partition));
+            if let Some(start) = start {
+                total += state.deliverable(&tp.topic, tp.partition, start, view.reader.read_committed);
+            }
+        }
+    }
+    // Partitions of a read topic that no member of the group holds right now.
+    for view in views {
+        let Some(group) = view.reader.group.as_deref() else {
+            continue;
+        };
+        if view.reader.partitions.is_some() {
+            continue;
+        }
+        for (topic, partitions) in state.topic_partitions() {
+            if !view.reader.reads(topic) {
+                continue;
+            }
+            for partition in 0..partitions {
+                if counted.contains(&(Some(group), topic, partition)) {
+                    continue;
+                }
+                counted.push((Some(group), topic, partition));
+                if let Some(start) = fallback_start(state, &view.reader, topic, partition) {
+                    total += state.deliverable(topic, partition, start, view.reader.read_committed);
+                }
+            }
+        }
+    }
+    total
+}
+
+/// Where a reader that has not read `topic`/`partition` yet will start: the group's
+/// committed offset, else the reset (`latest` owes nothing already there).
+fn fallback_start(state: &State, reader: &Reader, topic: &str, partition: i32) -> Option<i64> {
+    if let Some(group) = &reader.group
+        && let Some(committed) = state.groups.committed(group, topic, partition)
+    {
+        return Some(committed);
+    }
+    if reader.earliest {
+        state.topics.partition(topic, partition).map(|p| p.log.log_start())
+    } else {
+        None
+    }
+}
+
+/// A subscription's side of the count: what it reads and the record it is handing out.
+/// Empty (and free) on a live connection.
+#[derive(Debug, Default)]
+pub(crate) struct Tap {
+    link: Option<Arc<InProcessLink>>,
+    reader: Option<Reader>,
+    /// The partition the subscriber is handing out from and the next offset it hands.
+    current: Mutex<Option<(TopicPartition, i64)>>,
+}
+
+impl Tap {
+    /// The tap of a subscription on `link`'s connection reading as `reader`.
+    pub(crate) fn new(link: Option<Arc<InProcessLink>>, reader: Reader) -> Self {
+        match link {
+            None => Tap::default(),
+            Some(link) => Tap {
+                link: Some(link),
+                reader: Some(reader),
+                current: Mutex::new(None),
+            },
+        }
+    }
+
+    pub(crate) fn link(&self) -> Option<&Arc<InProcessLink>> {
+        self.link.as_ref()
+    }
+
+    pub(crate) fn reader(&self) -> Option<&Reader> {
+        self.reader.as_ref()
+    }
+
+    fn slot(&self) -> MutexGuard<'_, Option<(TopicPartition, i64)>> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The subscriber hands out `tp` from `next` on.
+    pub(crate) fn handing(&self, tp: &TopicPartition, next: i64) {
+        if self.link.is_some() {
+            *self.slot() = Some((tp.clone(), next));
+        }
+    }
+
+    /// The subscriber has nothing of its own in hand (its current batch ran out, or the
+    /// partitions in `tps` were repositioned).
+    pub(crate) fn clear(&self, tps: Option<&[TopicPartition]>) {
+        if self.link.is_none() {
+            return;
+        }
+        let mut slot = self.slot();
+        if tps.is_none_or(|tps| slot.as_ref().is_some_and(|(tp, _)| tps.contains(tp))) {
+            *slot = None;
+        }
+    }
+
+    pub(crate) fn current(&self) -> Option<(TopicPartition, i64)> {
+        if self.link.is_none() {
+            return None;
+        }
+        self.slot().clone()
+    }
+
+    /// Recounts, on an in-process connection.
+    pub(crate) fn recount(&self) {
+        if let Some(link) = &self.link {
+            link.recount();
+        }
+    }
+}
