@@ -112,15 +112,12 @@ pub(crate) struct Shared {
     pub(crate) changed: Notify,
     listeners: Mutex<Vec<SocketAddr>>,
     endpoints: Mutex<Vec<Arc<NodeEndpoint>>>,
-<<<<<<< HEAD
     /// Faults armed by the test, consulted before each request.
     pub(crate) faults: FaultState,
-=======
     /// The next partition of a keyless record written directly.
     pub(crate) round_robin: AtomicU64,
     /// Run after every request the cluster answers (the in-process harness count).
     change_hook: OnceLock<ChangeHook>,
->>>>>>> main
 }
 
 type ChangeHook = Box<dyn Fn() + Send + Sync>;
@@ -217,12 +214,9 @@ impl EmbeddedCluster {
             changed: Notify::new(),
             listeners: Mutex::new(Vec::new()),
             endpoints: Mutex::new(Vec::new()),
-<<<<<<< HEAD
             faults,
-=======
             change_hook: OnceLock::new(),
             round_robin: AtomicU64::new(0),
->>>>>>> main
         });
         let mut endpoints = Vec::new();
         for node in shared.node_ids() {

@@ -302,6 +302,7 @@ fn complete(state: &mut State, id: &str, commit: bool) {
         producers,
         transactions,
         groups,
+        ..
     } = state;
     let Some(txn) = transactions.get_mut(id) else {
         return;
