@@ -275,6 +275,9 @@ fn append_one(
             .producers
             .appended(topic_id, index, &header, base_offset);
     }
+    if log_start > 0 {
+        state.producers.evict_before(topic_id, index, log_start);
+    }
     Ok(Appended {
         base_offset,
         log_append_time,
