@@ -101,7 +101,10 @@ fn embedded_loopback() -> &'static str {
                 Err(e) => panic!("a runtime for the embedded listeners: {e}"),
             };
             runtime.block_on(async move {
-                let opened = embedded().listen().await.map(|_| embedded().loopback_bootstrap());
+                let opened = embedded()
+                    .listen()
+                    .await
+                    .map(|_| embedded().loopback_bootstrap());
                 let _ = tx.send(opened);
                 std::future::pending::<()>().await;
             });

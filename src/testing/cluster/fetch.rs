@@ -179,7 +179,10 @@ fn settle_session(
         .topics
         .iter()
         .flat_map(|topic| {
-            topic.partitions.iter().map(|p| wanted(topic.topic.0.as_str(), p))
+            topic
+                .partitions
+                .iter()
+                .map(|p| wanted(topic.topic.0.as_str(), p))
         })
         .collect();
     let mut state = cx.cluster.state();
@@ -225,7 +228,11 @@ fn settle_session(
     }
     session.epoch = next_epoch(session.epoch);
     session.last_used = last_used;
-    let wanted = session.partitions.iter().map(|c| c.wanted.clone()).collect();
+    let wanted = session
+        .partitions
+        .iter()
+        .map(|c| c.wanted.clone())
+        .collect();
     Ok((
         Context::Incremental {
             id: request.session_id,
@@ -395,11 +402,9 @@ fn respond(
                         }
                     }
                     for (topic, partition) in moved {
-                        if let Some(at) = session
-                            .partitions
-                            .iter()
-                            .position(|c| c.wanted.topic == topic && c.wanted.partition == partition)
-                        {
+                        if let Some(at) = session.partitions.iter().position(|c| {
+                            c.wanted.topic == topic && c.wanted.partition == partition
+                        }) {
                             let cached = session.partitions.remove(at);
                             session.partitions.push(cached);
                         }

@@ -108,11 +108,8 @@ fn lookup(
         epoch,
     };
     let fetchable = log.visible_end(read_committed);
-    let below_fetchable = |found: Option<Found>| {
-        Ok(found
-            .filter(|f| f.offset < fetchable)
-            .unwrap_or(NOT_FOUND))
-    };
+    let below_fetchable =
+        |found: Option<Found>| Ok(found.filter(|f| f.offset < fetchable).unwrap_or(NOT_FOUND));
     match timestamp {
         LATEST => Ok(position(fetchable)),
         EARLIEST => Ok(position(log.log_start())),

@@ -12,8 +12,8 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, MetadataRequest, MetadataResponse, TopicName,
+    BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -90,7 +90,8 @@ pub(crate) fn handle(cx: &Cx<'_>, request: MetadataRequest) -> MetadataResponse 
             .map(|(name, topic)| describe(cx, name, topic))
             .collect(),
         Some(requested) => {
-            let may_create = request.allow_auto_topic_creation && cx.cluster.options.auto_create_topics;
+            let may_create =
+                request.allow_auto_topic_creation && cx.cluster.options.auto_create_topics;
             let mut created = false;
             let answer = requested
                 .into_iter()
@@ -245,7 +246,9 @@ fn create_one(
     if !valid_name(name) {
         return Err((
             ResponseError::InvalidTopicException,
-            format!("Topic name '{name}' is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-] and not '.' or '..'."),
+            format!(
+                "Topic name '{name}' is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-] and not '.' or '..'."
+            ),
         ));
     }
     if state.topics.by_name.contains_key(name) {
@@ -343,9 +346,10 @@ fn create_one(
             configs,
         });
     }
-    let topic = state
-        .topics
-        .create_with(name, partitions, nodes, replication_factor, configs.clone());
+    let topic =
+        state
+            .topics
+            .create_with(name, partitions, nodes, replication_factor, configs.clone());
     for (partition, assignment) in topic.partitions.iter_mut().zip(&wanted.assignments) {
         if let Some(first) = assignment.broker_ids.first() {
             partition.leader = first.0;
@@ -432,7 +436,7 @@ mod tests {
     fn colliding_names_are_found() {
         let mut topics = Topics::default();
         topics.create("a.b", 1, 1);
-                assert_eq!(topics.colliding("a_b"), Some("a.b"));
+        assert_eq!(topics.colliding("a_b"), Some("a.b"));
         assert_eq!(topics.colliding("a.b"), None);
     }
 }

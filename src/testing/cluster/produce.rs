@@ -231,7 +231,9 @@ fn append_one(
                 partition_leader_epoch: partition.leader_epoch,
                 ..header
             };
-            let base = partition.log.append(header, &stamp_leader_epoch(&bytes, partition.leader_epoch));
+            let base = partition
+                .log
+                .append(header, &stamp_leader_epoch(&bytes, partition.leader_epoch));
             if let Some(keep) = cx.cluster.options.retention_records {
                 partition.log.retain(keep);
             }
@@ -330,7 +332,10 @@ fn validate(
     let batch = match RecordBatches::new(bytes.clone(), MAX_DECOMPRESSED).next() {
         Some(Ok(batch)) => batch,
         Some(Err(e)) => {
-            return Err(Refusal::with_message(ResponseError::CorruptMessage, e.to_string()));
+            return Err(Refusal::with_message(
+                ResponseError::CorruptMessage,
+                e.to_string(),
+            ));
         }
         None => return Err(Refusal::new(ResponseError::CorruptMessage)),
     };
@@ -413,7 +418,9 @@ fn validate(
     if !timestamps.is_empty() {
         return Err(Refusal {
             error: ResponseError::InvalidTimestamp,
-            message: Some("One or more records have been rejected due to invalid timestamp".to_owned()),
+            message: Some(
+                "One or more records have been rejected due to invalid timestamp".to_owned(),
+            ),
             records: timestamps,
         });
     }
@@ -444,7 +451,12 @@ mod tests {
     fn one_batch() -> Bytes {
         let mut builder = BatchBuilder::new(1024);
         builder
-            .push(0, Some(Bytes::from_static(b"k")), Some(Bytes::from_static(b"v")), &[])
+            .push(
+                0,
+                Some(Bytes::from_static(b"k")),
+                Some(Bytes::from_static(b"v")),
+                &[],
+            )
             .expect("fits");
         builder
             .build(Codec::None, 0, ProducerState::default())

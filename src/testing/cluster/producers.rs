@@ -202,7 +202,11 @@ mod tests {
 
     const TOPIC: uuid::Uuid = uuid::Uuid::from_u64_pair(1, 1);
 
-    fn append(p: &mut Producers, h: &BatchHeader, offset: i64) -> Result<SequenceCheck, ResponseError> {
+    fn append(
+        p: &mut Producers,
+        h: &BatchHeader,
+        offset: i64,
+    ) -> Result<SequenceCheck, ResponseError> {
         let outcome = p.check(TOPIC, 0, h)?;
         if outcome == SequenceCheck::Append {
             p.appended(TOPIC, 0, h, offset);
@@ -213,8 +217,14 @@ mod tests {
     #[test]
     fn a_retried_batch_gets_its_first_offsets_back() {
         let mut p = Producers::default();
-        assert_eq!(append(&mut p, &batch(1, 0, 0, 3), 10), Ok(SequenceCheck::Append));
-        assert_eq!(append(&mut p, &batch(1, 0, 3, 2), 13), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 0, 3), 10),
+            Ok(SequenceCheck::Append)
+        );
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 3, 2), 13),
+            Ok(SequenceCheck::Append)
+        );
         let Ok(SequenceCheck::Duplicate(first)) = append(&mut p, &batch(1, 0, 0, 3), 99) else {
             panic!("a duplicate");
         };
@@ -225,20 +235,29 @@ mod tests {
     fn only_the_last_five_batches_are_recognised() {
         let mut p = Producers::default();
         for i in 0..6 {
-            assert_eq!(append(&mut p, &batch(1, 0, i, 1), i64::from(i)), Ok(SequenceCheck::Append));
+            assert_eq!(
+                append(&mut p, &batch(1, 0, i, 1), i64::from(i)),
+                Ok(SequenceCheck::Append)
+            );
         }
         assert_eq!(
             append(&mut p, &batch(1, 0, 0, 1), 6),
             Err(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert!(matches!(append(&mut p, &batch(1, 0, 1, 1), 6), Ok(SequenceCheck::Duplicate(_))));
+        assert!(matches!(
+            append(&mut p, &batch(1, 0, 1, 1), 6),
+            Ok(SequenceCheck::Duplicate(_))
+        ));
     }
 
     #[test]
     fn gaps_old_epochs_and_new_epochs_follow_kafka() {
         let mut p = Producers::default();
         // An unknown producer may start at any sequence.
-        assert_eq!(append(&mut p, &batch(1, 3, 40, 1), 0), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 3, 40, 1), 0),
+            Ok(SequenceCheck::Append)
+        );
         assert_eq!(
             append(&mut p, &batch(1, 3, 42, 1), 1),
             Err(ResponseError::OutOfOrderSequenceNumber)
@@ -251,7 +270,10 @@ mod tests {
             append(&mut p, &batch(1, 4, 5, 1), 1),
             Err(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert_eq!(append(&mut p, &batch(1, 4, 0, 1), 1), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 4, 0, 1), 1),
+            Ok(SequenceCheck::Append)
+        );
         p.bump(1, 5);
         assert_eq!(
             append(&mut p, &batch(1, 4, 1, 1), 2),
@@ -261,7 +283,10 @@ mod tests {
             append(&mut p, &batch(1, 5, 1, 1), 2),
             Err(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert_eq!(append(&mut p, &batch(1, 5, 0, 1), 2), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 5, 0, 1), 2),
+            Ok(SequenceCheck::Append)
+        );
     }
 
     #[test]
@@ -271,6 +296,9 @@ mod tests {
             append(&mut p, &batch(1, 0, i32::MAX - 1, 2), 0),
             Ok(SequenceCheck::Append)
         );
-        assert_eq!(append(&mut p, &batch(1, 0, 0, 1), 2), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 0, 1), 2),
+            Ok(SequenceCheck::Append)
+        );
     }
 }

@@ -125,7 +125,7 @@ pub(crate) fn error_response(
             }
             encode(cx, &produce(&request, code))
         }
-        ApiKey::Fetch => encode(cx, &fetch(&decode(cx, body)?, code)),
+        ApiKey::Fetch => encode(cx, &fetch(cx.version, &decode(cx, body)?, code)),
         ApiKey::ListOffsets => encode(cx, &list_offsets(&decode(cx, body)?, code)),
         ApiKey::Metadata => encode(cx, &metadata(cx, &decode(cx, body)?, code)),
         ApiKey::CreateTopics => {
@@ -146,8 +146,13 @@ pub(crate) fn error_response(
         }
         ApiKey::AddPartitionsToTxn => {
             let request: AddPartitionsToTxnRequest = decode(cx, body)?;
-            let response = add_partitions_answer(&request.v3_and_below_topics, |_, _| code)
-                .with_error_code(code);
+            let response = add_partitions_answer(&request.v3_and_below_topics, |_, _| code);
+            // Version 4 (the brokers' batched form) has a response-wide code as well.
+            let response = if cx.version >= 4 {
+                response.with_error_code(code)
+            } else {
+                response
+            };
             encode(cx, &response)
         }
         ApiKey::AddOffsetsToTxn => {
@@ -178,7 +183,7 @@ fn group_error(cx: &Cx<'_>, api: ApiKey, body: Bytes, code: i16) -> Result<Optio
     match api {
         ApiKey::FindCoordinator => {
             let request: FindCoordinatorRequest = decode(cx, body)?;
-            encode(cx, &find_coordinator(&request, code))
+            encode(cx, &find_coordinator(cx.version, &request, code))
         }
         ApiKey::JoinGroup => {
             let request: JoinGroupRequest = decode(cx, body)?;
@@ -253,8 +258,9 @@ fn produce(request: &ProduceRequest, code: i16) -> ProduceResponse {
     ProduceResponse::default().with_responses(responses)
 }
 
-fn fetch(request: &FetchRequest, code: i16) -> FetchResponse {
-    if SESSION_ERRORS.contains(&code) {
+fn fetch(version: i16, request: &FetchRequest, code: i16) -> FetchResponse {
+    // Sessions (and the response-wide code) arrived in version 7.
+    if version >= 7 && SESSION_ERRORS.contains(&code) {
         return FetchResponse::default().with_error_code(code);
     }
     let responses = each(
@@ -357,7 +363,15 @@ fn metadata(cx: &Cx<'_>, request: &MetadataRequest, code: i16) -> MetadataRespon
             .topics
             .by_name
             .iter()
-            .map(|(name, t)| (Some(TopicName(StrBytes::from_string(name.clone()))), t.id))
+            .map(|(name, t)| {
+                // Topic ids arrived in version 10.
+                let id = if cx.version >= 10 {
+                    t.id
+                } else {
+                    uuid::Uuid::nil()
+                };
+                (Some(TopicName(StrBytes::from_string(name.clone()))), id)
+            })
             .collect(),
     };
     let topics = names
@@ -375,7 +389,18 @@ fn metadata(cx: &Cx<'_>, request: &MetadataRequest, code: i16) -> MetadataRespon
         .with_topics(topics)
 }
 
-fn find_coordinator(request: &FindCoordinatorRequest, code: i16) -> FindCoordinatorResponse {
+/// Version 4 answers per key; older versions have one answer.
+fn find_coordinator(
+    version: i16,
+    request: &FindCoordinatorRequest,
+    code: i16,
+) -> FindCoordinatorResponse {
+    if version < 4 {
+        return FindCoordinatorResponse::default()
+            .with_error_code(code)
+            .with_node_id(BrokerId(-1))
+            .with_port(-1);
+    }
     let coordinators = request
         .coordinator_keys
         .iter()
@@ -387,11 +412,7 @@ fn find_coordinator(request: &FindCoordinatorRequest, code: i16) -> FindCoordina
                 .with_error_code(code)
         })
         .collect();
-    FindCoordinatorResponse::default()
-        .with_error_code(code)
-        .with_node_id(BrokerId(-1))
-        .with_port(-1)
-        .with_coordinators(coordinators)
+    FindCoordinatorResponse::default().with_coordinators(coordinators)
 }
 
 fn offset_commit(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
