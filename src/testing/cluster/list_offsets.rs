@@ -1,4 +1,4 @@
-//! ListOffsets: earliest, latest, by timestamp, max timestamp.
+//! `ListOffsets`: earliest, latest, by timestamp, max timestamp.
 //!
 //! Answered like a Kafka leader without tiered storage: the earliest local offset is the log
 //! start, and a timestamp lookup finds the first record (not batch) at or after the time,

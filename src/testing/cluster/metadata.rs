@@ -1,4 +1,4 @@
-//! Metadata, CreateTopics and DeleteTopics.
+//! `Metadata`, `CreateTopics` and `DeleteTopics`.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -21,7 +21,7 @@ use super::server::Cx;
 use super::state::State;
 use super::topics::{Topic, valid_name};
 
-/// Topic configs CreateTopics accepts (Kafka's topic-level configs); any other name is
+/// Topic configs `CreateTopics` accepts (Kafka's topic-level configs); any other name is
 /// refused with `INVALID_CONFIG`, as Kafka refuses unknown ones.
 const TOPIC_CONFIGS: &[&str] = &[
     "cleanup.policy",
@@ -67,8 +67,8 @@ fn cluster_id(cx: &Cx<'_>) -> StrBytes {
 }
 
 /// Metadata: every broker, and the requested topics (all when the list is null). A missing
-/// topic the request may create is created and reported `LEADER_NOT_AVAILABLE` this once,
-/// as a KRaft broker answers while its controller creates the topic.
+/// topic the request may create is created but still reported `UNKNOWN_TOPIC_OR_PARTITION`
+/// this once, as a Kafka 4 broker answers while its controller creates the topic.
 pub(crate) fn handle(cx: &Cx<'_>, request: MetadataRequest) -> MetadataResponse {
     let brokers = cx
         .cluster
@@ -118,7 +118,9 @@ pub(crate) fn handle(cx: &Cx<'_>, request: MetadataRequest) -> MetadataResponse 
                             .topics
                             .create(&name, options.num_partitions, options.nodes);
                         created = true;
-                        ResponseError::LeaderNotAvailable
+                        // A KRaft broker asks its controller to create the topic and answers
+                        // at once, before the topic exists in its metadata.
+                        ResponseError::UnknownTopicOrPartition
                     } else {
                         ResponseError::UnknownTopicOrPartition
                     };
@@ -168,7 +170,7 @@ fn describe(cx: &Cx<'_>, name: &str, topic: &Topic) -> MetadataResponseTopic {
         .with_partitions(partitions)
 }
 
-/// CreateTopics: validates each topic as Kafka's controller does, then creates it unless the
+/// `CreateTopics`: validates each topic as Kafka's controller does, then creates it unless the
 /// request only validates.
 pub(crate) fn create_topics(cx: &Cx<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut seen = HashSet::new();
@@ -263,56 +265,7 @@ fn create_one(
             format!("Topic '{name}' collides with existing topic: {existing}"),
         ));
     }
-    let (partitions, replication_factor) = if wanted.assignments.is_empty() {
-        let partitions = match wanted.num_partitions {
-            -1 => cx.cluster.options.num_partitions,
-            n if n <= 0 => {
-                return Err((
-                    ResponseError::InvalidPartitions,
-                    "Number of partitions was set to an invalid non-positive value.".to_owned(),
-                ));
-            }
-            n => n,
-        };
-        let replication_factor = match wanted.replication_factor {
-            // default.replication.factor
-            -1 => 1,
-            n if n <= 0 => {
-                return Err((
-                    ResponseError::InvalidReplicationFactor,
-                    "Replication factor must be larger than 0, or -1 to use the default value."
-                        .to_owned(),
-                ));
-            }
-            n => n,
-        };
-        (partitions, replication_factor)
-    } else {
-        if wanted.num_partitions != -1 || wanted.replication_factor != -1 {
-            return Err((
-                ResponseError::InvalidRequest,
-                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".to_owned(),
-            ));
-        }
-        let partitions = i32::try_from(wanted.assignments.len()).unwrap_or(i32::MAX);
-        let replication_factor = wanted
-            .assignments
-            .first()
-            .map_or(0, |a| i16::try_from(a.broker_ids.len()).unwrap_or(i16::MAX));
-        let known = |b: &BrokerId| (0..i32::from(nodes)).contains(&b.0);
-        if wanted.assignments.iter().any(|a| {
-            a.broker_ids.is_empty()
-                || !a.broker_ids.iter().all(known)
-                || a.broker_ids.len() != usize::try_from(replication_factor).unwrap_or(0)
-        }) {
-            return Err((
-                ResponseError::InvalidReplicaAssignment,
-                "The manual partition assignment names unknown brokers or differs in length."
-                    .to_owned(),
-            ));
-        }
-        (partitions, replication_factor)
-    };
+    let (partitions, replication_factor) = sizes(cx, wanted)?;
     if replication_factor > i16::try_from(nodes).unwrap_or(i16::MAX) {
         return Err((
             ResponseError::InvalidReplicationFactor,
@@ -321,23 +274,7 @@ fn create_one(
             ),
         ));
     }
-    let mut configs = BTreeMap::new();
-    for config in &wanted.configs {
-        let key = config.name.as_str();
-        if !TOPIC_CONFIGS.contains(&key) {
-            return Err((
-                ResponseError::InvalidConfig,
-                format!("Unknown topic config name: {key}"),
-            ));
-        }
-        let Some(value) = &config.value else {
-            return Err((
-                ResponseError::InvalidConfig,
-                format!("Null value not supported for topic configs: {key}"),
-            ));
-        };
-        configs.insert(key.to_owned(), value.as_str().to_owned());
-    }
+    let configs = topic_configs(wanted)?;
     if validate_only {
         return Ok(Created {
             id: uuid::Uuid::nil(),
@@ -363,7 +300,87 @@ fn create_one(
     })
 }
 
-/// DeleteTopics: by name (v1-5, and v6 entries with a name) or by id (v6).
+/// Partitions and replication factor of a topic to create, from the counts (`-1` for the
+/// defaults) or from a manual assignment.
+fn sizes(cx: &Cx<'_>, wanted: &CreatableTopic) -> Result<(i32, i16), (ResponseError, String)> {
+    let nodes = cx.cluster.options.nodes;
+    if wanted.assignments.is_empty() {
+        let partitions = match wanted.num_partitions {
+            -1 => cx.cluster.options.num_partitions,
+            n if n <= 0 => {
+                return Err((
+                    ResponseError::InvalidPartitions,
+                    "Number of partitions was set to an invalid non-positive value.".to_owned(),
+                ));
+            }
+            n => n,
+        };
+        let replication_factor = match wanted.replication_factor {
+            // default.replication.factor
+            -1 => 1,
+            n if n <= 0 => {
+                return Err((
+                    ResponseError::InvalidReplicationFactor,
+                    "Replication factor must be larger than 0, or -1 to use the default value."
+                        .to_owned(),
+                ));
+            }
+            n => n,
+        };
+        Ok((partitions, replication_factor))
+    } else {
+        if wanted.num_partitions != -1 || wanted.replication_factor != -1 {
+            return Err((
+                ResponseError::InvalidRequest,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".to_owned(),
+            ));
+        }
+        let partitions = i32::try_from(wanted.assignments.len()).unwrap_or(i32::MAX);
+        let replication_factor = wanted
+            .assignments
+            .first()
+            .map_or(0, |a| i16::try_from(a.broker_ids.len()).unwrap_or(i16::MAX));
+        let known = |b: &BrokerId| (0..i32::from(nodes)).contains(&b.0);
+        if wanted.assignments.iter().any(|a| {
+            a.broker_ids.is_empty()
+                || !a.broker_ids.iter().all(known)
+                || a.broker_ids.len() != usize::try_from(replication_factor).unwrap_or(0)
+        }) {
+            return Err((
+                ResponseError::InvalidReplicaAssignment,
+                "The manual partition assignment names unknown brokers or differs in length."
+                    .to_owned(),
+            ));
+        }
+        Ok((partitions, replication_factor))
+    }
+}
+
+/// The configs of a topic to create; unknown names and null values are `INVALID_CONFIG`.
+fn topic_configs(
+    wanted: &CreatableTopic,
+) -> Result<BTreeMap<String, String>, (ResponseError, String)> {
+    let mut configs = BTreeMap::new();
+    for config in &wanted.configs {
+        let key = config.name.as_str();
+        if !TOPIC_CONFIGS.contains(&key) {
+            return Err((
+                ResponseError::InvalidConfig,
+                format!("Unknown topic config name: {key}"),
+            ));
+        }
+        let Some(value) = &config.value else {
+            return Err((
+                ResponseError::InvalidConfig,
+                format!("Null value not supported for topic configs: {key}"),
+            ));
+        };
+        configs.insert(key.to_owned(), value.as_str().to_owned());
+    }
+    Ok(configs)
+}
+
+/// `DeleteTopics`: by name (v1-5, and v6 entries with a name) or by id (v6).
 pub(crate) fn delete_topics(cx: &Cx<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let wanted: Vec<(Option<String>, uuid::Uuid)> = if cx.version >= 6 {
         request

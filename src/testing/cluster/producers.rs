@@ -25,6 +25,8 @@ pub(crate) struct AppendedBatch {
     pub(crate) last_sequence: i32,
     pub(crate) first_offset: i64,
     pub(crate) last_offset: i64,
+    /// The batch's largest timestamp, which Kafka reports as the log-append time of a retry.
+    pub(crate) timestamp: i64,
 }
 
 /// One producer's state on one partition.
@@ -55,7 +57,7 @@ pub(crate) struct Producers {
 }
 
 impl Producers {
-    /// Hands out a producer id no one had before (ids start at 0, as a new KRaft cluster's
+    /// Hands out a producer id no one had before (ids start at 0, as a new `KRaft` cluster's
     /// first block does). Also used by the transaction coordinator for transactional ids.
     pub(crate) fn allocate_id(&mut self) -> i64 {
         let id = self.next_id;
@@ -95,12 +97,12 @@ impl Producers {
             return Ok(SequenceCheck::Append);
         };
         let last_sequence = last_sequence(header);
-        if header.producer_epoch == state.epoch {
-            if let Some(found) = state.batches.iter().find(|b| {
-                b.first_sequence == header.base_sequence && b.last_sequence == last_sequence
-            }) {
-                return Ok(SequenceCheck::Duplicate(*found));
-            }
+        let duplicate = state
+            .batches
+            .iter()
+            .find(|b| b.first_sequence == header.base_sequence && b.last_sequence == last_sequence);
+        if let Some(found) = duplicate.filter(|_| header.producer_epoch == state.epoch) {
+            return Ok(SequenceCheck::Duplicate(*found));
         }
         if header.producer_epoch < state.epoch {
             return Err(ResponseError::InvalidProducerEpoch);
@@ -145,6 +147,7 @@ impl Producers {
             last_sequence: last_sequence(header),
             first_offset,
             last_offset: first_offset + i64::from(header.last_offset_delta),
+            timestamp: header.max_timestamp,
         });
     }
 
@@ -168,7 +171,7 @@ fn in_sequence(last: i32, next: i32) -> bool {
     i64::from(next) == i64::from(last) + 1 || (next == 0 && last == i32::MAX)
 }
 
-/// InitProducerId without a transactional id: like Kafka, a fresh producer id at epoch 0
+/// `InitProducerId` without a transactional id: like Kafka, a fresh producer id at epoch 0
 /// every time, whatever id and epoch the request carries (an idempotent producer that wants
 /// to reset its sequences simply gets a new id).
 pub(crate) fn init_producer_id(

@@ -1,0 +1,161 @@
+//! Consumer groups: coordinators, the classic protocol, KIP-848, committed offsets.
+//!
+//! Each group id is either a classic group ([`classic`]) or a KIP-848 consumer group
+//! ([`consumer`]); committed offsets ([`offsets`]) belong to the id whatever its protocol.
+//! Group requests sent to a node that does not coordinate the group are answered
+//! `NOT_COORDINATOR` ([`coordinator`]).
+//!
+//! Timers (session timeouts, rebalance timeouts, the initial rebalance delay) are kept as
+//! deadlines in the groups and checked whenever a request touches the group. So that a group
+//! nobody talks to still expires its members, a group with a deadline also gets one small
+//! timer task on the current runtime (at most one per group at a time, ended once the group
+//! has no deadline left or the cluster is dropped); it wakes at the next deadline, checks it,
+//! and tells waiting requests through the cluster's `changed` notification. A `JoinGroup` or
+//! `SyncGroup` that must wait for the rest of the group waits on that notification and on its
+//! own next deadline, never holding the state lock; both use `tokio::time`, so tests may
+//! pause the clock.
+
+mod assignor;
+mod classic;
+mod consumer;
+pub(crate) mod coordinator;
+mod handlers;
+mod offsets;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use self::classic::{ClassicGroup, Limits};
+use self::consumer::ConsumerGroup;
+pub(crate) use self::coordinator::find_coordinator;
+pub(crate) use self::handlers::{
+    consumer_heartbeat, describe, heartbeat, join, leave, offset_commit, offset_fetch, sync,
+};
+use super::Shared;
+use super::state::State;
+
+/// The longest a group's timer task sleeps before it looks again (deadlines may have moved
+/// closer since it went to sleep).
+const TIMER_NAP: Duration = Duration::from_millis(500);
+
+/// A group id's membership, by protocol.
+#[derive(Debug)]
+enum Group {
+    Classic(Box<ClassicGroup>),
+    Consumer(ConsumerGroup),
+}
+
+/// Every group the cluster knows, with its committed offsets.
+#[derive(Debug, Default)]
+pub(crate) struct Groups {
+    by_id: HashMap<String, Group>,
+    offsets: offsets::Store,
+    /// The running timer task of each group that has one.
+    timers: HashMap<String, tokio::task::JoinHandle<()>>,
+}
+
+impl Groups {
+    /// Commits `offset` (the next offset to read) for `group` on `topic`/`partition`, as an
+    /// `OffsetCommit` or a committed transaction does. The group need not have members.
+    pub(crate) fn commit(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: i32,
+        metadata: Option<String>,
+    ) {
+        self.offsets.put(
+            group,
+            topic,
+            partition,
+            offsets::Committed {
+                offset,
+                leader_epoch,
+                metadata: metadata.unwrap_or_default(),
+            },
+        );
+    }
+
+    /// The committed offset of `group` on `topic`/`partition`, if any.
+    pub(crate) fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
+        self.offsets.get(group, topic, partition).map(|c| c.offset)
+    }
+
+    fn classic_mut(&mut self, group: &str) -> Option<&mut ClassicGroup> {
+        match self.by_id.get_mut(group) {
+            Some(Group::Classic(g)) => Some(g),
+            _ => None,
+        }
+    }
+}
+
+fn limits(cluster: &Shared) -> Limits {
+    Limits {
+        min_session: cluster.options.group_min_session_timeout,
+        max_session: cluster.options.group_max_session_timeout,
+        initial_delay: cluster.options.group_initial_rebalance_delay,
+    }
+}
+
+/// Runs `group`'s timers up to `now`; returns whether anything changed.
+fn tick(state: &mut State, group: &str, now: Instant, limits: Limits) -> bool {
+    let State { groups, topics, .. } = state;
+    match groups.by_id.get_mut(group) {
+        Some(Group::Classic(g)) => g.tick(now, limits),
+        Some(Group::Consumer(g)) => g.tick(now, topics),
+        None => false,
+    }
+}
+
+fn next_deadline(state: &State, group: &str) -> Option<Instant> {
+    match state.groups.by_id.get(group) {
+        Some(Group::Classic(g)) => g.next_deadline(),
+        Some(Group::Consumer(g)) => g.next_deadline(),
+        None => None,
+    }
+}
+
+/// Starts `group`'s timer task unless one runs or the group has nothing to time.
+fn arm_timer(cluster: &Arc<Shared>, state: &mut State, group: &str) {
+    if state
+        .groups
+        .timers
+        .get(group)
+        .is_some_and(|t| !t.is_finished())
+    {
+        return;
+    }
+    if next_deadline(state, group).is_none() {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let weak = Arc::downgrade(cluster);
+    let name = group.to_owned();
+    let limits = limits(cluster);
+    let task = runtime.spawn(async move {
+        loop {
+            let Some(shared) = weak.upgrade() else { return };
+            let (changed, next) = {
+                let mut state = shared.state();
+                let changed = tick(&mut state, &name, Instant::now(), limits);
+                (changed, next_deadline(&state, &name))
+            };
+            if changed {
+                shared.changed.notify_waiters();
+            }
+            drop(shared);
+            let Some(at) = next else { return };
+            tokio::time::sleep_until(at.min(Instant::now() + TIMER_NAP)).await;
+        }
+    });
+    state.groups.timers.insert(group.to_owned(), task);
+}
