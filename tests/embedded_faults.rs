@@ -182,3 +182,50 @@ async fn a_failed_init_producer_id_is_retried() {
     assert_eq!(deliver(&p, "init", "x").await, 0);
     assert_eq!(values(&client, "init").await, ["x"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_follow_a_moved_group_coordinator() {
+    use ruststream_kafka::client::{Offsets, OffsetToCommit};
+    let cluster = cluster();
+    let client = connect(&cluster).await;
+    topic(&client, "committed").await;
+    let offsets = Offsets::new(client.clone(), "moving-group");
+    let at = |offset| OffsetToCommit {
+        topic: "committed".to_owned(),
+        partition: 0,
+        offset,
+        leader_epoch: -1,
+        metadata: None,
+    };
+    offsets.commit(None, &[at(3)]).await.expect("committed");
+    // Every node in turn: the client meets NOT_COORDINATOR and finds the new one.
+    for node in 0..3 {
+        cluster.faults().move_coordinator("moving-group", node);
+        offsets.commit(None, &[at(4 + i64::from(node))]).await.expect("committed");
+        let fetched = offsets.fetch(&[("committed", 0)], true).await.expect("fetched");
+        assert_eq!(fetched[0].offset, 4 + i64::from(node));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_follows_its_moved_coordinator() {
+    use ruststream_kafka::client::TransactionalProducer;
+    let cluster = cluster();
+    let client = connect(&cluster).await;
+    topic(&client, "txn-moving").await;
+    let config = ProducerConfig {
+        linger: Duration::ZERO,
+        ..ProducerConfig::transactional("mover")
+    };
+    let p = TransactionalProducer::new(client.clone(), config).expect("producer");
+    p.init().await.expect("init");
+    for (node, value) in [(0, "zero"), (1, "one"), (2, "two")] {
+        cluster.faults().move_transaction_coordinator("mover", node);
+        p.begin().expect("begin");
+        let record = ProducerRecord::new("txn-moving", Bytes::from_static(value.as_bytes()));
+        let delivery = p.send(record).await.expect("sent");
+        delivery.await.expect("delivered");
+        p.commit().await.expect("committed");
+    }
+    assert_eq!(values(&client, "txn-moving").await, ["zero", "one", "two"]);
+}

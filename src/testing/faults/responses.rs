@@ -487,3 +487,85 @@ fn offset_fetch(cx: &Cx<'_>, request: &OffsetFetchRequest, code: i16) -> OffsetF
         .with_error_code(if cx.version >= 2 { code } else { 0 })
         .with_topics(topics)
 }
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::{
+        AddOffsetsToTxnRequest, ConsumerGroupHeartbeatRequest, CreateTopicsRequest,
+        DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
+        FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
+        LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+        OffsetFetchRequest, ProduceRequest, SyncGroupRequest, TxnOffsetCommitRequest,
+    };
+    use kafka_protocol::protocol::Encodable;
+
+    use super::*;
+    use crate::testing::cluster::{Listener, versions};
+    use crate::testing::{ClusterOptions, EmbeddedCluster};
+
+    fn body<T: Encodable + Default>(version: i16) -> Bytes {
+        let mut out = bytes::BytesMut::new();
+        T::default().encode(&mut out, version).expect("a default request encodes");
+        out.freeze()
+    }
+
+    /// A default request of `api` at `version`, `None` for APIs answered elsewhere.
+    fn request(api: ApiKey, version: i16) -> Option<Bytes> {
+        Some(match api {
+            ApiKey::Produce => {
+                let mut out = bytes::BytesMut::new();
+                ProduceRequest::default()
+                    .with_acks(-1)
+                    .encode(&mut out, version)
+                    .expect("encodes");
+                out.freeze()
+            }
+            ApiKey::Fetch => body::<FetchRequest>(version),
+            ApiKey::ListOffsets => body::<ListOffsetsRequest>(version),
+            ApiKey::Metadata => body::<MetadataRequest>(version),
+            ApiKey::CreateTopics => body::<CreateTopicsRequest>(version),
+            ApiKey::DeleteTopics => body::<DeleteTopicsRequest>(version),
+            ApiKey::InitProducerId => body::<InitProducerIdRequest>(version),
+            ApiKey::AddPartitionsToTxn => body::<AddPartitionsToTxnRequest>(version),
+            ApiKey::AddOffsetsToTxn => body::<AddOffsetsToTxnRequest>(version),
+            ApiKey::EndTxn => body::<EndTxnRequest>(version),
+            ApiKey::TxnOffsetCommit => body::<TxnOffsetCommitRequest>(version),
+            ApiKey::FindCoordinator => body::<FindCoordinatorRequest>(version),
+            ApiKey::JoinGroup => body::<JoinGroupRequest>(version),
+            ApiKey::SyncGroup => body::<SyncGroupRequest>(version),
+            ApiKey::Heartbeat => body::<HeartbeatRequest>(version),
+            ApiKey::LeaveGroup => body::<LeaveGroupRequest>(version),
+            ApiKey::DescribeGroups => body::<DescribeGroupsRequest>(version),
+            ApiKey::ConsumerGroupHeartbeat => body::<ConsumerGroupHeartbeatRequest>(version),
+            ApiKey::OffsetCommit => body::<OffsetCommitRequest>(version),
+            ApiKey::OffsetFetch => body::<OffsetFetchRequest>(version),
+            _ => return None,
+        })
+    }
+
+    #[test]
+    fn every_served_api_has_an_error_answer_at_every_version() {
+        let cluster = EmbeddedCluster::new(ClusterOptions::default());
+        let shared = cluster.shared();
+        shared.state().topics.create("t", 1, 1);
+        for (api, min, max) in versions::SUPPORTED {
+            for version in *min..=*max {
+                let Some(body) = request(*api, version) else {
+                    continue;
+                };
+                let cx = Cx {
+                    cluster: shared,
+                    node: 0,
+                    version,
+                    listener: Listener::Memory,
+                    client_id: None,
+                };
+                let answer = error_response(&cx, *api, body, 15);
+                assert!(
+                    matches!(answer, Ok(Some(_))),
+                    "{api:?} v{version}: {answer:?}"
+                );
+            }
+        }
+    }
+}
