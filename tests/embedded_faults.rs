@@ -185,7 +185,7 @@ async fn a_failed_init_producer_id_is_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offsets_follow_a_moved_group_coordinator() {
-    use ruststream_kafka::client::{Offsets, OffsetToCommit};
+    use ruststream_kafka::client::{OffsetToCommit, Offsets};
     let cluster = cluster();
     let client = connect(&cluster).await;
     topic(&client, "committed").await;
@@ -201,8 +201,14 @@ async fn offsets_follow_a_moved_group_coordinator() {
     // Every node in turn: the client meets NOT_COORDINATOR and finds the new one.
     for node in 0..3 {
         cluster.faults().move_coordinator("moving-group", node);
-        offsets.commit(None, &[at(4 + i64::from(node))]).await.expect("committed");
-        let fetched = offsets.fetch(&[("committed", 0)], true).await.expect("fetched");
+        offsets
+            .commit(None, &[at(4 + i64::from(node))])
+            .await
+            .expect("committed");
+        let fetched = offsets
+            .fetch(&[("committed", 0)], true)
+            .await
+            .expect("fetched");
         assert_eq!(fetched[0].offset, 4 + i64::from(node));
     }
 }

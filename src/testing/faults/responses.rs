@@ -505,7 +505,9 @@ mod tests {
 
     fn body<T: Encodable + Default>(version: i16) -> Bytes {
         let mut out = bytes::BytesMut::new();
-        T::default().encode(&mut out, version).expect("a default request encodes");
+        T::default()
+            .encode(&mut out, version)
+            .expect("a default request encodes");
         out.freeze()
     }
 

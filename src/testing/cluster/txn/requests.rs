@@ -131,22 +131,21 @@ pub(crate) fn add_partitions(
     } else if moved(cx, TRANSACTION_KEY, &id) {
         Box::new(|_, _| ResponseError::NotCoordinator.code())
     } else {
-        let (unknown, result, began) = with_state(cx, |state| {
+        let (unknown, result) = with_state(cx, |state| {
             let unknown: Vec<(String, i32)> = wanted
                 .iter()
                 .filter(|(t, p)| state.topics.partition(t, *p).is_none())
                 .cloned()
                 .collect();
             if !unknown.is_empty() {
-                return ((unknown, Ok(()), None), false);
+                return ((unknown, Ok(())), false);
             }
             let result = add(state, &id, producer_id, epoch, &wanted, None);
-            let began = result.as_ref().ok().copied().flatten();
-            ((unknown, result.map(|_| ()), began), false)
+            if let Ok(Some(deadline)) = result {
+                timeout::watch(cx.cluster, state, &id, deadline);
+            }
+            ((unknown, result.map(|_| ())), false)
         });
-        if let Some((serial, deadline)) = began {
-            timeout::arm(cx.cluster, &id, serial, deadline);
-        }
         if unknown.is_empty() {
             let c = code(result.map_err(|e| fenced_for(cx.version, 2, e)));
             Box::new(move |_, _| c)
@@ -174,7 +173,7 @@ pub(crate) fn add_offsets(cx: &Cx<'_>, request: AddOffsetsToTxnRequest) -> AddOf
     } else if moved(cx, TRANSACTION_KEY, &id) {
         Err(ResponseError::NotCoordinator)
     } else {
-        let (result, began) = with_state(cx, |state| {
+        with_state(cx, |state| {
             let result = add(
                 state,
                 &id,
@@ -183,13 +182,11 @@ pub(crate) fn add_offsets(cx: &Cx<'_>, request: AddOffsetsToTxnRequest) -> AddOf
                 &[],
                 Some(&group),
             );
-            let began = result.as_ref().ok().copied().flatten();
-            ((result.map(|_| ()), began), false)
-        });
-        if let Some((serial, deadline)) = began {
-            timeout::arm(cx.cluster, &id, serial, deadline);
-        }
-        result
+            if let Ok(Some(deadline)) = result {
+                timeout::watch(cx.cluster, state, &id, deadline);
+            }
+            (result.map(|_| ()), false)
+        })
     };
     AddOffsetsToTxnResponse::default()
         .with_error_code(code(result.map_err(|e| fenced_for(cx.version, 2, e))))
