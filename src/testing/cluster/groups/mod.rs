@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 
 use self::classic::{ClassicGroup, Limits};
@@ -60,6 +61,34 @@ pub(crate) struct Groups {
 }
 
 impl Groups {
+    /// KIP-447: whether a `TxnOffsetCommit` naming `member_id` / `instance` at `generation`
+    /// (a member epoch for a consumer group) comes from the group's current member, as Kafka's
+    /// `validateOffsetCommit` with `isTransactional` decides: an anonymous commit
+    /// (generation -1, no member) is taken, a rebalance in progress does not refuse it, and a
+    /// consumer group's stale epoch is `ILLEGAL_GENERATION`.
+    pub(crate) fn validate_txn_commit(
+        &self,
+        group: &str,
+        member_id: &str,
+        instance: Option<&str>,
+        generation: i32,
+    ) -> Result<(), ResponseError> {
+        let anonymous = generation < 0 && member_id.is_empty() && instance.is_none();
+        match self.by_id.get(group) {
+            None if generation < 0 => Ok(()),
+            None => Err(ResponseError::IllegalGeneration),
+            Some(Group::Classic(_)) if anonymous => Ok(()),
+            Some(Group::Classic(g)) => match g.validate_commit(generation, member_id, instance) {
+                Err(ResponseError::RebalanceInProgress) => Ok(()),
+                other => other,
+            },
+            Some(Group::Consumer(g)) => match g.validate_commit(generation, member_id, 9) {
+                Err(ResponseError::StaleMemberEpoch) => Err(ResponseError::IllegalGeneration),
+                other => other,
+            },
+        }
+    }
+
     /// Commits `offset` (the next offset to read) for `group` on `topic`/`partition`, as an
     /// `OffsetCommit` or a committed transaction does. The group need not have members.
     pub(crate) fn commit(
