@@ -45,6 +45,16 @@ pub fn embedded_target() -> bool {
     }
 }
 
+/// Whether this scenario runs on this target: on the embedded cluster a scenario it cannot
+/// reproduce (listed in `docs/embedded-cluster.md`) is reported and passes without running.
+pub fn unsupported_on_embedded(why: &str) -> bool {
+    if embedded_target() {
+        eprintln!("not run on the embedded cluster: {why}");
+        return true;
+    }
+    false
+}
+
 /// The embedded cluster every test of this binary shares.
 #[cfg(feature = "testing")]
 pub fn embedded() -> &'static ruststream_kafka::testing::EmbeddedCluster {
