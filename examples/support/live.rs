@@ -9,7 +9,29 @@ use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic};
 /// The bootstrap servers: `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else
 /// `localhost:9092`.
 pub fn bootstrap() -> String {
+    #[cfg(feature = "testing")]
+    if std::env::var("KAFKA_TEST_TARGET").as_deref() == Ok("embedded") {
+        return embedded().bootstrap();
+    }
     std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "localhost:9092".to_owned())
+}
+
+/// With `KAFKA_TEST_TARGET=embedded`, the live tests run against an embedded cluster this
+/// process starts, reached through the ordinary `connect`.
+#[cfg(feature = "testing")]
+fn embedded() -> &'static ruststream_kafka::testing::EmbeddedCluster {
+    static CLUSTER: std::sync::OnceLock<ruststream_kafka::testing::EmbeddedCluster> =
+        std::sync::OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        ruststream_kafka::testing::EmbeddedCluster::new(
+            ruststream_kafka::testing::ClusterOptions {
+                // A real coordinator takes milliseconds to form a group; this keeps the
+                // embedded one from answering faster than any bound a test sets.
+                group_initial_rebalance_delay: std::time::Duration::from_millis(100),
+                ..ruststream_kafka::testing::ClusterOptions::default()
+            },
+        )
+    })
 }
 
 /// Creates `topic` with `partitions` partitions unless it exists, and waits for its leaders:
