@@ -598,18 +598,7 @@ fn is_unknown_topic(err: &ClientError) -> bool {
 
 async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber, KafkaError> {
     let settings = plan.properties.consumer().map_err(KafkaError::subscribe)?;
-    state.note_opened(opened_of(&plan));
-    // In process, naming a topic creates it (one partition), as a first produce would.
-    #[cfg(feature = "testing")]
-    if let Some(link) = state.in_process() {
-        let named: Vec<&String> = match &plan.target {
-            Target::Group { topics, .. } => topics.iter().collect(),
-            Target::Partitions { topic, .. } => vec![topic],
-        };
-        for topic in named {
-            link.cluster.create_topic(topic, 1);
-        }
-    }
+    note_opened(&state, &plan);
     let mut config = settings.consumer_config();
     let auto_store = config.enable_auto_offset_store;
     #[cfg(feature = "testing")]
@@ -656,7 +645,7 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         #[cfg(feature = "testing")]
         tap: crate::testing::link::Tap::new(
             state.in_process().cloned(),
-            reader_of(&plan, &config_view),
+            reader_of(&plan, config_view),
         ),
     });
     if let Some(group) = &core.eos {
@@ -723,6 +712,22 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         current: None,
         pending_error: None,
     })
+}
+
+/// Notes `plan` for routing; in process, naming a topic creates it (one partition), as a
+/// first produce would.
+fn note_opened(state: &ConnState, plan: &Plan) {
+    state.note_opened(opened_of(plan));
+    #[cfg(feature = "testing")]
+    if let Some(link) = state.in_process() {
+        let named: Vec<&String> = match &plan.target {
+            Target::Group { topics, .. } => topics.iter().collect(),
+            Target::Partitions { topic, .. } => vec![topic],
+        };
+        for topic in named {
+            let _ = link.cluster.create_topic(topic, 1);
+        }
+    }
 }
 
 /// How routing sees `plan`.
@@ -1036,7 +1041,7 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
 #[cfg(feature = "testing")]
 fn reader_of(
     plan: &Plan,
-    (read_committed, earliest): &(bool, bool),
+    (read_committed, earliest): (bool, bool),
 ) -> crate::testing::link::Reader {
     let (topics, pattern, partitions) = match &plan.target {
         Target::Group { topics, patterns } => {
@@ -1054,7 +1059,7 @@ fn reader_of(
         topics,
         pattern,
         partitions,
-        read_committed: *read_committed,
-        earliest: *earliest,
+        read_committed,
+        earliest,
     }
 }

@@ -23,14 +23,12 @@ fn embedded() -> &'static ruststream_kafka::testing::EmbeddedCluster {
     static CLUSTER: std::sync::OnceLock<ruststream_kafka::testing::EmbeddedCluster> =
         std::sync::OnceLock::new();
     CLUSTER.get_or_init(|| {
-        ruststream_kafka::testing::EmbeddedCluster::new(
-            ruststream_kafka::testing::ClusterOptions {
-                // A real coordinator takes milliseconds to form a group; this keeps the
-                // embedded one from answering faster than any bound a test sets.
-                group_initial_rebalance_delay: std::time::Duration::from_millis(100),
-                ..ruststream_kafka::testing::ClusterOptions::default()
-            },
-        )
+        ruststream_kafka::testing::EmbeddedCluster::new(ruststream_kafka::testing::ClusterOptions {
+            // A real coordinator takes milliseconds to form a group; this keeps the
+            // embedded one from answering faster than any bound a test sets.
+            group_initial_rebalance_delay: std::time::Duration::from_millis(100),
+            ..ruststream_kafka::testing::ClusterOptions::default()
+        })
     })
 }
 

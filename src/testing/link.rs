@@ -290,9 +290,7 @@ impl Tap {
     }
 
     pub(crate) fn current(&self) -> Option<(TopicPartition, i64)> {
-        if self.link.is_none() {
-            return None;
-        }
+        self.link.as_ref()?;
         self.slot().clone()
     }
 

@@ -1,5 +1,5 @@
 //! [`InProcess`] for [`KafkaBroker`] and [`TestableBroker`] for [`ConnectedKafkaBroker`]:
-//! how RustStream's `TestApp` runs a service on the embedded cluster.
+//! how `RustStream`'s `TestApp` runs a service on the embedded cluster.
 
 use ruststream::testing::{Coordinator, InProcess, TestableBroker};
 use ruststream::{HeaderMap, OutgoingMessage, RawMessage, Str};
@@ -133,7 +133,7 @@ impl TestableBroker for ConnectedKafkaBroker {
 /// The headers a delivery of `record` reports.
 fn delivery_headers(record: &Record) -> HeaderMap {
     let mut map = HeaderMap::with_capacity(record.headers.len() + 1);
-    for header in record.headers.iter() {
+    for header in &record.headers {
         let name = String::from_utf8_lossy(&header.key).into_owned();
         if name.eq_ignore_ascii_case(PARTITION_KEY_HEADER) {
             continue;

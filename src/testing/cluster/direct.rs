@@ -55,6 +55,7 @@ fn varint_len(n: usize) -> usize {
 impl EmbeddedCluster {
     /// Creates `topic` with `partitions` partitions; `false` when it already existed or the
     /// name is not a legal topic name.
+    #[must_use = "false when the topic already existed or its name is illegal"]
     pub fn create_topic(&self, topic: &str, partitions: i32) -> bool {
         if !valid_name(topic) {
             return false;
@@ -208,7 +209,7 @@ impl EmbeddedCluster {
     }
 }
 
-/// Wall-clock milliseconds, as a producer stamps CreateTime.
+/// Wall-clock milliseconds, as a producer stamps `CreateTime`.
 pub(crate) fn now_millis() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -311,23 +311,6 @@ impl PartitionLog {
         let start = self.log_start;
         self.aborted.retain(|a| a.last_offset >= start);
     }
-
-    /// Moves the log start to `offset` (`DeleteRecords`), dropping the batches wholly before it.
-    pub(crate) fn delete_before(&mut self, offset: i64) {
-        let offset = offset.clamp(self.log_start, self.next_offset);
-        while let Some(front) = self.batches.front() {
-            if front.last_offset() >= offset {
-                break;
-            }
-            if !front.header.is_control() {
-                self.records = self
-                    .records
-                    .saturating_sub(u64::try_from(front.header.record_count).unwrap_or(0));
-            }
-            self.batches.pop_front();
-        }
-        self.log_start = offset;
-    }
 }
 
 /// Offsets and timestamps of a stored batch's records (none when it cannot be decoded,

@@ -44,7 +44,7 @@ const MEMORY_PORT: u16 = 9092;
 
 /// How an embedded cluster is set up. The defaults are Apache Kafka's broker defaults where a
 /// test would notice the difference, and short timeouts where a test would otherwise wait.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct ClusterOptions {
     /// Number of brokers (node ids `0..nodes`); partitions and coordinators are spread over
     /// them.
@@ -79,9 +79,9 @@ impl Default for ClusterOptions {
             message_max_bytes: 1_048_588,
             retention_records: None,
             group_min_session_timeout: Duration::from_secs(6),
-            group_max_session_timeout: Duration::from_secs(1800),
+            group_max_session_timeout: Duration::from_mins(30),
             group_initial_rebalance_delay: Duration::ZERO,
-            transaction_max_timeout: Duration::from_secs(900),
+            transaction_max_timeout: Duration::from_mins(15),
             consumer_heartbeat_interval: Duration::from_secs(5),
         }
     }
@@ -272,11 +272,11 @@ impl EmbeddedCluster {
         for listener in &bound {
             addresses.push(listener.local_addr()?);
         }
-        *self
-            .shared
+        self.shared
             .listeners
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = addresses.clone();
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone_from(&addresses);
         for (node, listener) in self.shared.node_ids().zip(bound) {
             let weak = Arc::downgrade(&self.shared);
             tokio::spawn(async move {

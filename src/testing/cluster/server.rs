@@ -1,7 +1,7 @@
 //! One connection to one embedded broker: frames in, requests decoded, answered in order.
 //!
 //! Like a real broker, a connection's requests are handled one at a time and answered in the
-//! order they came; a long-polling Fetch or a JoinGroup holds its connection until answered.
+//! order they came; a long-polling `Fetch` or a `JoinGroup` holds its connection until answered.
 //! A frame that cannot be read or decoded closes the connection, as Kafka does.
 
 use std::sync::Arc;
@@ -34,6 +34,16 @@ pub(crate) enum Close {
     Malformed(String),
     /// A fault armed by the test closes it.
     Fault,
+}
+
+impl std::fmt::Display for Close {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Close::Io(e) => write!(f, "i/o: {e}"),
+            Close::Malformed(why) => write!(f, "malformed: {why}"),
+            Close::Fault => f.write_str("closed by an injected fault"),
+        }
+    }
 }
 
 impl From<std::io::Error> for Close {
@@ -75,7 +85,7 @@ where
         () = closed_by_fault(dropped.as_mut()) => Err(Close::Fault),
     };
     if let Err(why) = outcome {
-        tracing::debug!(node, ?why, "embedded broker closed a connection");
+        tracing::debug!(node, %why, "embedded broker closed a connection");
     }
 }
 

@@ -1,4 +1,4 @@
-//! The API versions the embedded brokers speak, and the ApiVersions answer.
+//! The API versions the embedded brokers speak, and the `ApiVersions` answer.
 
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::messages::ApiVersionsResponse;
@@ -39,7 +39,7 @@ pub(crate) fn supported(api: ApiKey, version: i16) -> bool {
         .any(|(key, min, max)| *key == api && (*min..=*max).contains(&version))
 }
 
-/// The ApiVersions answer; a version we do not speak gets `UNSUPPORTED_VERSION` in v0 form,
+/// The `ApiVersions` answer; a version we do not speak gets `UNSUPPORTED_VERSION` in v0 form,
 /// which the client retries at v0.
 pub(crate) fn answer(cx: &Cx<'_>) -> (ApiVersionsResponse, i16) {
     let keys = SUPPORTED
