@@ -498,7 +498,6 @@ impl ClassicGroup {
         let Some(index) = self.members.iter().position(|(id, _)| id == old_id) else {
             return Reply::Now(join_error(ResponseError::UnknownMemberId, ""));
         };
-        let same = self.members[index].1.same_protocols(&args.protocols);
         let ticket = self.ticket();
         {
             let (id, member) = &mut self.members[index];
@@ -522,9 +521,10 @@ impl ClassicGroup {
             self.pending_sync.insert(new_id.to_owned());
         }
         match self.phase {
-            Phase::Stable if same && self.select_protocol() == self.protocol_name => {
-                // Nothing the group agreed on changes: no rebalance. A returning leader is
-                // told it leads but that the assignment stands (KIP-814).
+            Phase::Stable if self.select_protocol() == self.protocol_name => {
+                // The protocol the group agreed on stays: no rebalance, even when the
+                // member's metadata changed (Kafka only compares the selected protocol). A
+                // returning leader is told it leads but that the assignment stands (KIP-814).
                 let is_leader = self.leader.as_deref() == Some(new_id);
                 let reply = self
                     .generation_reply(new_id, is_leader)

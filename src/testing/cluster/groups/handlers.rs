@@ -28,9 +28,9 @@ use super::classic::{ClassicGroup, JoinArgs, Reply};
 use super::consumer::{self, ConsumerGroup};
 use super::{Group, TIMER_NAP, arm_timer, coordinator, limits, next_deadline, offsets, tick};
 
-/// `DescribeGroups`' `authorized_operations` of a group without an authorizer: READ, DELETE
-/// and DESCRIBE.
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+/// `DescribeGroups`' `authorized_operations` of a group without an authorizer: `READ`,
+/// `DELETE`, `DESCRIBE`, `DESCRIBE_CONFIGS` and `ALTER_CONFIGS`, as Kafka 4.1 reports them.
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
 /// What Kafka reports as the client host of members; connections here have no peer address
 /// worth naming.
 const CLIENT_HOST: &str = "/127.0.0.1";
@@ -194,6 +194,11 @@ async fn wait_for<T>(
 
 /// `SyncGroup` v3-5.
 pub(crate) async fn sync(cx: &Cx<'_>, request: SyncGroupRequest) -> SyncGroupResponse {
+    if cx.version >= 5 && (request.protocol_type.is_none() || request.protocol_name.is_none()) {
+        // From v5 both are mandatory; Kafka refuses before the coordinator sees the request.
+        return SyncGroupResponse::default()
+            .with_error_code(ResponseError::InconsistentGroupProtocol.code());
+    }
     let group = request.group_id.to_string();
     if let Err(code) = check_group(cx, &group) {
         return SyncGroupResponse::default().with_error_code(code.code());
@@ -257,12 +262,20 @@ pub(crate) fn leave(cx: &Cx<'_>, request: LeaveGroupRequest) -> LeaveGroupRespon
         members
     };
     cx.cluster.changed.notify_waiters();
-    match members {
-        Some(members) => LeaveGroupResponse::default().with_members(members),
-        None => {
-            LeaveGroupResponse::default().with_error_code(ResponseError::UnknownMemberId.code())
-        }
-    }
+    // A group that does not exist knows none of the members.
+    let members = members.unwrap_or_else(|| {
+        request
+            .members
+            .iter()
+            .map(|m| {
+                MemberResponse::default()
+                    .with_member_id(m.member_id.clone())
+                    .with_group_instance_id(m.group_instance_id.clone())
+                    .with_error_code(ResponseError::UnknownMemberId.code())
+            })
+            .collect()
+    });
+    LeaveGroupResponse::default().with_members(members)
 }
 
 /// `DescribeGroups` v0-5. A group that does not exist, or is not a classic group, is `Dead`
@@ -341,6 +354,7 @@ pub(crate) fn consumer_heartbeat(
                 match groups.by_id.get_mut(&group) {
                     Some(Group::Consumer(g)) => {
                         let beat = consumer::Beat {
+                            group: &group,
                             now,
                             version: cx.version,
                             topics,
@@ -348,6 +362,11 @@ pub(crate) fn consumer_heartbeat(
                         };
                         g.heartbeat(&beat, &request)
                     }
+                    // Kafka words it differently for a leave.
+                    _ if request.member_epoch < 0 => consumer::refusal(
+                        ResponseError::GroupIdNotFound,
+                        format!("Group {group} not found."),
+                    ),
                     _ => consumer::refusal(
                         ResponseError::GroupIdNotFound,
                         format!("Consumer group {group} not found."),
