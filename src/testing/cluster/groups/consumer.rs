@@ -362,9 +362,14 @@ impl ConsumerGroup {
             return Err((
                 ResponseError::FencedMemberEpoch,
                 format!(
-                    "The consumer group member has a different member epoch ({epoch}) than \
-                     the one known by the group coordinator ({}). The member must abandon \
-                     all its partitions and rejoin.",
+                    "The consumer group member has a {} member epoch ({epoch}) than the one \
+                     known by the group coordinator ({}). The member must abandon all its \
+                     partitions and rejoin.",
+                    if epoch > member.epoch {
+                        "greater"
+                    } else {
+                        "smaller"
+                    },
                     member.epoch
                 ),
             ));
