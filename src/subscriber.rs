@@ -654,7 +654,10 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         limits,
         eos,
         #[cfg(feature = "testing")]
-        tap: crate::testing::link::Tap::new(state.in_process().cloned(), reader_of(&plan, &config_view)),
+        tap: crate::testing::link::Tap::new(
+            state.in_process().cloned(),
+            reader_of(&plan, &config_view),
+        ),
     });
     if let Some(group) = &core.eos {
         group.add(&core);
@@ -1031,7 +1034,10 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
 
 /// What `plan` reads, for the in-process harness count.
 #[cfg(feature = "testing")]
-fn reader_of(plan: &Plan, (read_committed, earliest): &(bool, bool)) -> crate::testing::link::Reader {
+fn reader_of(
+    plan: &Plan,
+    (read_committed, earliest): &(bool, bool),
+) -> crate::testing::link::Reader {
     let (topics, pattern, partitions) = match &plan.target {
         Target::Group { topics, patterns } => {
             let pattern = (!patterns.is_empty())

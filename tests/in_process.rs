@@ -54,14 +54,23 @@ async fn redelivery_address_of_a_topic() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redelivery_address_of_a_bare_name() {
-    harness::redelivery_address(in_process, |name: &str| Name::new(name.to_owned()), publisher)
-        .await;
+    harness::redelivery_address(
+        in_process,
+        |name: &str| Name::new(name.to_owned()),
+        publisher,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tracked_settlement() {
-    let answers =
-        settlement::suite(in_process, source(Commit::Tracked), publisher, Duration::ZERO).await;
+    let answers = settlement::suite(
+        in_process,
+        source(Commit::Tracked),
+        publisher,
+        Duration::ZERO,
+    )
+    .await;
     assert_eq!(answers.ack, Answer::Settled);
     assert_eq!(answers.reject, Answer::Settled);
     assert_eq!(answers.requeue, Answer::Settled);

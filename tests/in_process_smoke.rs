@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use ruststream::testing::{InProcess, TestableBroker};
 use ruststream::{IncomingMessage, OutgoingMessage, Publisher, Subscriber, SubscriptionSource};
 use ruststream_kafka::{KafkaBroker, KafkaPartitions, KafkaPublish, StartOffset};
-use futures::StreamExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_published_record_is_read_back_in_process() {

@@ -16,10 +16,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
 use ruststream_kafka::client::{
     Admin, Client, ClientConfig, IsolationLevel, NewTopic, OffsetSpec, PartitionReader, Record,
 };
+use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
 
 /// The cluster a test run talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +101,10 @@ fn embedded_loopback() -> &'static str {
                 Err(e) => panic!("a runtime for the embedded listeners: {e}"),
             };
             runtime.block_on(async move {
-                let opened = embedded().listen().await.map(|_| embedded().loopback_bootstrap());
+                let opened = embedded()
+                    .listen()
+                    .await
+                    .map(|_| embedded().loopback_bootstrap());
                 let _ = tx.send(opened);
                 std::future::pending::<()>().await;
             });

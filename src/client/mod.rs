@@ -32,7 +32,9 @@ pub use consumer::{
 };
 pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
-pub use net::{ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response, memory};
+pub use net::{
+    ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response, memory,
+};
 pub use producer::{
     DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, TransactionError,
     TransactionErrorKind, TransactionProtocol, TransactionalProducer,

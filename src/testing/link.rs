@@ -183,9 +183,11 @@ fn owed(state: &State, views: &[View]) -> u64 {
                 continue;
             }
             counted.push((group, &tp.topic, tp.partition));
-            let start = start.or_else(|| fallback_start(state, &view.reader, &tp.topic, tp.partition));
+            let start =
+                start.or_else(|| fallback_start(state, &view.reader, &tp.topic, tp.partition));
             if let Some(start) = start {
-                total += state.deliverable(&tp.topic, tp.partition, start, view.reader.read_committed);
+                total +=
+                    state.deliverable(&tp.topic, tp.partition, start, view.reader.read_committed);
             }
         }
     }
@@ -224,7 +226,10 @@ fn fallback_start(state: &State, reader: &Reader, topic: &str, partition: i32) -
         return Some(committed);
     }
     if reader.earliest {
-        state.topics.partition(topic, partition).map(|p| p.log.log_start())
+        state
+            .topics
+            .partition(topic, partition)
+            .map(|p| p.log.log_start())
     } else {
         None
     }

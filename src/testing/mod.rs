@@ -8,7 +8,9 @@
 //! also usable on its own, by any client of this crate, in memory or over loopback TCP.
 
 pub mod cluster;
+pub mod faults;
 pub(crate) mod link;
 mod testable;
 
 pub use cluster::{ClusterOptions, EmbeddedCluster, Refusal};
+pub use faults::Faults;

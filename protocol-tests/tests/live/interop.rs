@@ -27,9 +27,11 @@ fn java_record(topic: &str, i: usize, partitions: usize) -> ProducerRecord {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn we_read_what_the_java_client_writes_with_every_codec() {
-    if protocol_tests::unsupported_on_embedded(
-        "runs the Java client (scripts/interop), which the in-memory cluster cannot serve",
-    ) {
+    if protocol_tests::target() == protocol_tests::Target::Embedded
+        && protocol_tests::unsupported_on_embedded(
+            "runs the Java client (scripts/interop), which reaches brokers over TCP only",
+        )
+    {
         return;
     }
     let client = client().await;
@@ -73,9 +75,11 @@ async fn we_read_what_the_java_client_writes_with_every_codec() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_java_client_reads_what_we_write_with_every_codec() {
-    if protocol_tests::unsupported_on_embedded(
-        "runs the Java client (scripts/interop), which the in-memory cluster cannot serve",
-    ) {
+    if protocol_tests::target() == protocol_tests::Target::Embedded
+        && protocol_tests::unsupported_on_embedded(
+            "runs the Java client (scripts/interop), which reaches brokers over TCP only",
+        )
+    {
         return;
     }
     let client = client().await;

@@ -173,7 +173,9 @@ impl EmbeddedCluster {
         let mut out = Vec::new();
         for (index, partition) in found.partitions.iter().enumerate() {
             let number = i32::try_from(index).unwrap_or(i32::MAX);
-            let read = partition.log.read(partition.log.log_start(), usize::MAX, true);
+            let read = partition
+                .log
+                .read(partition.log.log_start(), usize::MAX, true);
             let sequences: Vec<(i64, u64)> = partition
                 .log
                 .batches_from(partition.log.log_start())

@@ -7,7 +7,11 @@ use super::server::{Close, Cx, decode, encode};
 use super::{fetch, groups, list_offsets, metadata, produce, producers, txn};
 
 /// Decodes the body of `api`, runs its handler and encodes the answer.
-pub(crate) async fn dispatch(cx: &Cx<'_>, api: ApiKey, body: Bytes) -> Result<Option<Bytes>, Close> {
+pub(crate) async fn dispatch(
+    cx: &Cx<'_>,
+    api: ApiKey,
+    body: Bytes,
+) -> Result<Option<Bytes>, Close> {
     match api {
         ApiKey::Produce => {
             let request = decode(cx, body)?;
@@ -31,9 +35,7 @@ pub(crate) async fn dispatch(cx: &Cx<'_>, api: ApiKey, body: Bytes) -> Result<Op
                 encode(cx, &producers::init_producer_id(cx, request))
             }
         }
-        ApiKey::AddPartitionsToTxn => {
-            encode(cx, &txn::add_partitions(cx, decode(cx, body)?))
-        }
+        ApiKey::AddPartitionsToTxn => encode(cx, &txn::add_partitions(cx, decode(cx, body)?)),
         ApiKey::AddOffsetsToTxn => encode(cx, &txn::add_offsets(cx, decode(cx, body)?)),
         ApiKey::EndTxn => encode(cx, &txn::end(cx, decode(cx, body)?)),
         ApiKey::TxnOffsetCommit => encode(cx, &txn::offset_commit(cx, decode(cx, body)?)),

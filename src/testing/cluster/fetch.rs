@@ -114,6 +114,7 @@ fn next_epoch(epoch: i32) -> i32 {
 }
 
 /// How the response relates to a session.
+#[derive(Debug, Clone, Copy)]
 enum Context {
     /// A full fetch; `open` when it should start a session.
     Full { open: bool },
@@ -151,10 +152,10 @@ pub(crate) async fn handle(cx: &Cx<'_>, request: FetchRequest) -> FetchResponse 
             let state = cx.cluster.state();
             read_all(cx, &state, &wanted, max_bytes, read_committed)
         };
-        let ready: usize = reads.iter().map(|r| r.bytes).sum();
+        let readable: usize = reads.iter().map(|r| r.bytes).sum();
         let failed = reads.iter().any(|r| r.data.error_code != 0);
         if wanted.is_empty()
-            || ready >= min_bytes
+            || readable >= min_bytes
             || failed
             || tokio::time::Instant::now() >= deadline
         {
@@ -179,7 +180,10 @@ fn settle_session(
         .topics
         .iter()
         .flat_map(|topic| {
-            topic.partitions.iter().map(|p| wanted(topic.topic.0.as_str(), p))
+            topic
+                .partitions
+                .iter()
+                .map(|p| wanted(topic.topic.0.as_str(), p))
         })
         .collect();
     let mut state = cx.cluster.state();
@@ -225,7 +229,11 @@ fn settle_session(
     }
     session.epoch = next_epoch(session.epoch);
     session.last_used = last_used;
-    let wanted = session.partitions.iter().map(|c| c.wanted.clone()).collect();
+    let wanted = session
+        .partitions
+        .iter()
+        .map(|c| c.wanted.clone())
+        .collect();
     Ok((
         Context::Incremental {
             id: request.session_id,
@@ -285,11 +293,16 @@ fn read_one(
             .with_high_watermark(-1)
             .with_last_stable_offset(-1)
             .with_log_start_offset(-1)
+            .with_aborted_transactions(None)
             .with_records(Some(Bytes::new())),
         bytes: 0,
     };
     let Some(partition) = state.topics.partition(&w.topic, w.partition) else {
-        return refused(ResponseError::UnknownTopicOrPartition);
+        // Kafka answers a partition missing from its metadata before reading anything, with
+        // an empty (not null) list of aborted transactions.
+        let mut unknown = refused(ResponseError::UnknownTopicOrPartition);
+        unknown.data.aborted_transactions = Some(Vec::new());
+        return unknown;
     };
     if partition.leader != cx.node {
         return refused(ResponseError::NotLeaderOrFollower);
@@ -395,11 +408,9 @@ fn respond(
                         }
                     }
                     for (topic, partition) in moved {
-                        if let Some(at) = session
-                            .partitions
-                            .iter()
-                            .position(|c| c.wanted.topic == topic && c.wanted.partition == partition)
-                        {
+                        if let Some(at) = session.partitions.iter().position(|c| {
+                            c.wanted.topic == topic && c.wanted.partition == partition
+                        }) {
                             let cached = session.partitions.remove(at);
                             session.partitions.push(cached);
                         }

@@ -1,4 +1,4 @@
-//! ListOffsets: earliest, latest, by timestamp, max timestamp.
+//! `ListOffsets`: earliest, latest, by timestamp, max timestamp.
 //!
 //! Answered like a Kafka leader without tiered storage: the earliest local offset is the log
 //! start, and a timestamp lookup finds the first record (not batch) at or after the time,
@@ -108,11 +108,8 @@ fn lookup(
         epoch,
     };
     let fetchable = log.visible_end(read_committed);
-    let below_fetchable = |found: Option<Found>| {
-        Ok(found
-            .filter(|f| f.offset < fetchable)
-            .unwrap_or(NOT_FOUND))
-    };
+    let below_fetchable =
+        |found: Option<Found>| Ok(found.filter(|f| f.offset < fetchable).unwrap_or(NOT_FOUND));
     match timestamp {
         LATEST => Ok(position(fetchable)),
         EARLIEST => Ok(position(log.log_start())),

@@ -86,7 +86,7 @@ impl PartitionLog {
             .unwrap_or(self.next_offset)
     }
 
-    /// The end a reader of `isolation` sees (1 = read_committed).
+    /// The end a reader of `isolation` sees (`read_committed` or not).
     pub(crate) fn visible_end(&self, read_committed: bool) -> i64 {
         if read_committed {
             self.last_stable_offset()
@@ -248,7 +248,10 @@ impl PartitionLog {
             if h.is_control() {
                 continue;
             }
-            if read_committed && h.is_transactional() && self.is_aborted(h.producer_id, batch.base_offset()) {
+            if read_committed
+                && h.is_transactional()
+                && self.is_aborted(h.producer_id, batch.base_offset())
+            {
                 continue;
             }
             let lo = batch.base_offset().max(from);
@@ -294,7 +297,7 @@ impl PartitionLog {
         self.aborted.retain(|a| a.last_offset >= start);
     }
 
-    /// Moves the log start to `offset` (DeleteRecords), dropping the batches wholly before it.
+    /// Moves the log start to `offset` (`DeleteRecords`), dropping the batches wholly before it.
     pub(crate) fn delete_before(&mut self, offset: i64) {
         let offset = offset.clamp(self.log_start, self.next_offset);
         while let Some(front) = self.batches.front() {

@@ -1,4 +1,4 @@
-//! Metadata, CreateTopics and DeleteTopics.
+//! `Metadata`, `CreateTopics` and `DeleteTopics`.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -12,8 +12,8 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, MetadataRequest, MetadataResponse, TopicName,
+    BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -21,7 +21,7 @@ use super::server::Cx;
 use super::state::State;
 use super::topics::{Topic, valid_name};
 
-/// Topic configs CreateTopics accepts (Kafka's topic-level configs); any other name is
+/// Topic configs `CreateTopics` accepts (Kafka's topic-level configs); any other name is
 /// refused with `INVALID_CONFIG`, as Kafka refuses unknown ones.
 const TOPIC_CONFIGS: &[&str] = &[
     "cleanup.policy",
@@ -67,8 +67,8 @@ fn cluster_id(cx: &Cx<'_>) -> StrBytes {
 }
 
 /// Metadata: every broker, and the requested topics (all when the list is null). A missing
-/// topic the request may create is created and reported `LEADER_NOT_AVAILABLE` this once,
-/// as a KRaft broker answers while its controller creates the topic.
+/// topic the request may create is created but still reported `UNKNOWN_TOPIC_OR_PARTITION`
+/// this once, as a Kafka 4 broker answers while its controller creates the topic.
 pub(crate) fn handle(cx: &Cx<'_>, request: MetadataRequest) -> MetadataResponse {
     let brokers = cx
         .cluster
@@ -90,7 +90,8 @@ pub(crate) fn handle(cx: &Cx<'_>, request: MetadataRequest) -> MetadataResponse 
             .map(|(name, topic)| describe(cx, name, topic))
             .collect(),
         Some(requested) => {
-            let may_create = request.allow_auto_topic_creation && cx.cluster.options.auto_create_topics;
+            let may_create =
+                request.allow_auto_topic_creation && cx.cluster.options.auto_create_topics;
             let mut created = false;
             let answer = requested
                 .into_iter()
@@ -117,7 +118,9 @@ pub(crate) fn handle(cx: &Cx<'_>, request: MetadataRequest) -> MetadataResponse 
                             .topics
                             .create(&name, options.num_partitions, options.nodes);
                         created = true;
-                        ResponseError::LeaderNotAvailable
+                        // A KRaft broker asks its controller to create the topic and answers
+                        // at once, before the topic exists in its metadata.
+                        ResponseError::UnknownTopicOrPartition
                     } else {
                         ResponseError::UnknownTopicOrPartition
                     };
@@ -167,7 +170,7 @@ fn describe(cx: &Cx<'_>, name: &str, topic: &Topic) -> MetadataResponseTopic {
         .with_partitions(partitions)
 }
 
-/// CreateTopics: validates each topic as Kafka's controller does, then creates it unless the
+/// `CreateTopics`: validates each topic as Kafka's controller does, then creates it unless the
 /// request only validates.
 pub(crate) fn create_topics(cx: &Cx<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut seen = HashSet::new();
@@ -245,7 +248,9 @@ fn create_one(
     if !valid_name(name) {
         return Err((
             ResponseError::InvalidTopicException,
-            format!("Topic name '{name}' is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-] and not '.' or '..'."),
+            format!(
+                "Topic name '{name}' is illegal: it must be 1 to 249 characters of [a-zA-Z0-9._-] and not '.' or '..'."
+            ),
         ));
     }
     if state.topics.by_name.contains_key(name) {
@@ -260,7 +265,46 @@ fn create_one(
             format!("Topic '{name}' collides with existing topic: {existing}"),
         ));
     }
-    let (partitions, replication_factor) = if wanted.assignments.is_empty() {
+    let (partitions, replication_factor) = sizes(cx, wanted)?;
+    if replication_factor > i16::try_from(nodes).unwrap_or(i16::MAX) {
+        return Err((
+            ResponseError::InvalidReplicationFactor,
+            format!(
+                "Unable to replicate the partition {replication_factor} time(s): The target replication factor of {replication_factor} cannot be reached because only {nodes} broker(s) are registered."
+            ),
+        ));
+    }
+    let configs = topic_configs(wanted)?;
+    if validate_only {
+        return Ok(Created {
+            id: uuid::Uuid::nil(),
+            partitions,
+            replication_factor,
+            configs,
+        });
+    }
+    let topic =
+        state
+            .topics
+            .create_with(name, partitions, nodes, replication_factor, configs.clone());
+    for (partition, assignment) in topic.partitions.iter_mut().zip(&wanted.assignments) {
+        if let Some(first) = assignment.broker_ids.first() {
+            partition.leader = first.0;
+        }
+    }
+    Ok(Created {
+        id: topic.id,
+        partitions,
+        replication_factor,
+        configs,
+    })
+}
+
+/// Partitions and replication factor of a topic to create, from the counts (`-1` for the
+/// defaults) or from a manual assignment.
+fn sizes(cx: &Cx<'_>, wanted: &CreatableTopic) -> Result<(i32, i16), (ResponseError, String)> {
+    let nodes = cx.cluster.options.nodes;
+    if wanted.assignments.is_empty() {
         let partitions = match wanted.num_partitions {
             -1 => cx.cluster.options.num_partitions,
             n if n <= 0 => {
@@ -283,7 +327,7 @@ fn create_one(
             }
             n => n,
         };
-        (partitions, replication_factor)
+        Ok((partitions, replication_factor))
     } else {
         if wanted.num_partitions != -1 || wanted.replication_factor != -1 {
             return Err((
@@ -308,16 +352,14 @@ fn create_one(
                     .to_owned(),
             ));
         }
-        (partitions, replication_factor)
-    };
-    if replication_factor > i16::try_from(nodes).unwrap_or(i16::MAX) {
-        return Err((
-            ResponseError::InvalidReplicationFactor,
-            format!(
-                "Unable to replicate the partition {replication_factor} time(s): The target replication factor of {replication_factor} cannot be reached because only {nodes} broker(s) are registered."
-            ),
-        ));
+        Ok((partitions, replication_factor))
     }
+}
+
+/// The configs of a topic to create; unknown names and null values are `INVALID_CONFIG`.
+fn topic_configs(
+    wanted: &CreatableTopic,
+) -> Result<BTreeMap<String, String>, (ResponseError, String)> {
     let mut configs = BTreeMap::new();
     for config in &wanted.configs {
         let key = config.name.as_str();
@@ -335,31 +377,10 @@ fn create_one(
         };
         configs.insert(key.to_owned(), value.as_str().to_owned());
     }
-    if validate_only {
-        return Ok(Created {
-            id: uuid::Uuid::nil(),
-            partitions,
-            replication_factor,
-            configs,
-        });
-    }
-    let topic = state
-        .topics
-        .create_with(name, partitions, nodes, replication_factor, configs.clone());
-    for (partition, assignment) in topic.partitions.iter_mut().zip(&wanted.assignments) {
-        if let Some(first) = assignment.broker_ids.first() {
-            partition.leader = first.0;
-        }
-    }
-    Ok(Created {
-        id: topic.id,
-        partitions,
-        replication_factor,
-        configs,
-    })
+    Ok(configs)
 }
 
-/// DeleteTopics: by name (v1-5, and v6 entries with a name) or by id (v6).
+/// `DeleteTopics`: by name (v1-5, and v6 entries with a name) or by id (v6).
 pub(crate) fn delete_topics(cx: &Cx<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let wanted: Vec<(Option<String>, uuid::Uuid)> = if cx.version >= 6 {
         request
@@ -432,7 +453,7 @@ mod tests {
     fn colliding_names_are_found() {
         let mut topics = Topics::default();
         topics.create("a.b", 1, 1);
-                assert_eq!(topics.colliding("a_b"), Some("a.b"));
+        assert_eq!(topics.colliding("a_b"), Some("a.b"));
         assert_eq!(topics.colliding("a.b"), None);
     }
 }

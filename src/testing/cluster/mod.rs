@@ -17,7 +17,7 @@ mod log;
 mod metadata;
 mod produce;
 mod producers;
-mod server;
+pub(crate) mod server;
 mod state;
 mod topics;
 mod txn;
@@ -32,6 +32,7 @@ use tokio::io::DuplexStream;
 use tokio::sync::Notify;
 
 use crate::client::memory::{self, MemoryEndpoint};
+use crate::testing::faults::{FaultState, Faults};
 
 pub use direct::Refusal;
 pub(crate) use state::State;
@@ -111,6 +112,8 @@ pub(crate) struct Shared {
     pub(crate) changed: Notify,
     listeners: Mutex<Vec<SocketAddr>>,
     endpoints: Mutex<Vec<Arc<NodeEndpoint>>>,
+    /// Faults armed by the test, consulted before each request.
+    pub(crate) faults: FaultState,
     /// The next partition of a keyless record written directly.
     pub(crate) round_robin: AtomicU64,
     /// Run after every request the cluster answers (the in-process harness count).
@@ -138,7 +141,10 @@ impl Shared {
         match listener {
             Listener::Memory => (memory_host(self.id, node), MEMORY_PORT),
             Listener::Loopback => {
-                let listeners = self.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+                let listeners = self
+                    .listeners
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
                 let addr = usize::try_from(node)
                     .ok()
                     .and_then(|n| listeners.get(n).copied());
@@ -200,6 +206,7 @@ impl EmbeddedCluster {
             ..options
         };
         let id = NEXT_CLUSTER.fetch_add(1, Ordering::Relaxed);
+        let faults = FaultState::new(options.nodes);
         let shared = Arc::new(Shared {
             id,
             state: Mutex::new(State::new(&options)),
@@ -207,6 +214,7 @@ impl EmbeddedCluster {
             changed: Notify::new(),
             listeners: Mutex::new(Vec::new()),
             endpoints: Mutex::new(Vec::new()),
+            faults,
             change_hook: OnceLock::new(),
             round_robin: AtomicU64::new(0),
         });
@@ -296,6 +304,13 @@ impl EmbeddedCluster {
                 .collect::<Vec<_>>()
                 .join(",")
         })
+    }
+
+    /// Arms deterministic faults (failed, delayed or dropped requests, moved leaders and
+    /// coordinators) on this cluster; see [`faults`](crate::testing::faults).
+    #[must_use]
+    pub fn faults(&self) -> Faults {
+        Faults::new(self.shared.clone())
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {

@@ -17,7 +17,8 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::client::records::{BatchHeader, RecordBatches};
+use crate::client::records::compression;
+use crate::client::records::{BATCH_HEADER_SIZE, Batch, BatchHeader, Codec, Record, RecordBatches};
 
 use super::producers::SequenceCheck;
 use super::server::Cx;
@@ -30,6 +31,9 @@ const MAX_DECOMPRESSED: usize = 128 << 20;
 /// Bytes before a batch's magic byte: base offset, length, partition leader epoch.
 const MAGIC_AT: usize = 16;
 
+/// Where a batch's attributes are: after the magic byte and the CRC.
+const ATTRIBUTES_AT: usize = MAGIC_AT + 5;
+
 /// Bytes of a batch before its `length` field counts: base offset and the length itself.
 const LOG_OVERHEAD: usize = 12;
 
@@ -37,6 +41,10 @@ const LOG_OVERHEAD: usize = 12;
 const TIMESTAMP_AFTER_MAX_MS: i64 = 3_600_000;
 
 /// Answers a Produce request; `None` for `acks=0`, which gets no response.
+#[expect(
+    clippy::unused_async,
+    reason = "the dispatcher awaits every handler that may hold its connection"
+)]
 pub(crate) async fn handle(cx: &Cx<'_>, request: ProduceRequest) -> Option<ProduceResponse> {
     let acks = request.acks;
     let response = {
@@ -69,21 +77,21 @@ fn append_all(cx: &Cx<'_>, state: &mut State, request: ProduceRequest) -> Produc
                         Ok(appended) => PartitionProduceResponse::default()
                             .with_index(data.index)
                             .with_base_offset(appended.base_offset)
-                            .with_log_append_time_ms(-1)
+                            .with_log_append_time_ms(appended.log_append_time)
                             .with_log_start_offset(appended.log_start),
                         Err(refusal) => {
                             let mut response = refusal.response(data.index);
-                            if refusal.error == ResponseError::NotLeaderOrFollower
-                                && cx.version >= 10
-                            {
-                                if let Some(p) = state.topics.partition(&name, data.index) {
-                                    response = response.with_current_leader(
-                                        LeaderIdAndEpoch::default()
-                                            .with_leader_id(BrokerId(p.leader))
-                                            .with_leader_epoch(p.leader_epoch),
-                                    );
-                                    leaders.push(p.leader);
-                                }
+                            let redirect = (refusal.error == ResponseError::NotLeaderOrFollower
+                                && cx.version >= 10)
+                                .then(|| state.topics.partition(&name, data.index))
+                                .flatten();
+                            if let Some(p) = redirect {
+                                response = response.with_current_leader(
+                                    LeaderIdAndEpoch::default()
+                                        .with_leader_id(BrokerId(p.leader))
+                                        .with_leader_epoch(p.leader_epoch),
+                                );
+                                leaders.push(p.leader);
                             }
                             response
                         }
@@ -116,6 +124,8 @@ fn append_all(cx: &Cx<'_>, state: &mut State, request: ProduceRequest) -> Produc
 /// Where an accepted batch went.
 struct Appended {
     base_offset: i64,
+    /// -1, except for a retried batch: Kafka then reports the first append's timestamp.
+    log_append_time: i64,
     log_start: i64,
 }
 
@@ -125,6 +135,9 @@ struct Refusal {
     message: Option<String>,
     /// Records refused individually (index in the batch, reason).
     records: Vec<(i32, String)>,
+    /// The log start reported with the error: Kafka reports it for refusals made while
+    /// validating against the log, and -1 for those made before or for size and corruption.
+    log_start: i64,
 }
 
 impl Refusal {
@@ -133,6 +146,7 @@ impl Refusal {
             error,
             message: None,
             records: Vec::new(),
+            log_start: -1,
         }
     }
 
@@ -141,6 +155,7 @@ impl Refusal {
             error,
             message: Some(message),
             records: Vec::new(),
+            log_start: -1,
         }
     }
 
@@ -150,7 +165,7 @@ impl Refusal {
             .with_error_code(self.error.code())
             .with_base_offset(-1)
             .with_log_append_time_ms(-1)
-            .with_log_start_offset(-1)
+            .with_log_start_offset(self.log_start)
             .with_error_message(self.message.clone().map(StrBytes::from_string))
             .with_record_errors(
                 self.records
@@ -185,7 +200,7 @@ fn append_one(
     if partition.leader != cx.node {
         return Err(Refusal::new(ResponseError::NotLeaderOrFollower));
     }
-    let bytes = single_batch(cx.version, records.unwrap_or_default())?;
+    let bytes = single_batch(cx.version, &records.unwrap_or_default())?;
     let header = peek_header(&bytes)?;
     if header.is_transactional() {
         super::txn::check_produce(
@@ -202,20 +217,34 @@ fn append_one(
         .by_name
         .get(topic_name)
         .ok_or_else(|| Refusal::new(ResponseError::UnknownTopicOrPartition))?;
-    let header = validate(cx, topic_name, topic, &bytes, now)?;
+    let partition = usize::try_from(index)
+        .ok()
+        .and_then(|i| topic.partitions.get(i))
+        .ok_or_else(|| Refusal::new(ResponseError::UnknownTopicOrPartition))?;
+    let log_start = partition.log.log_start();
+    let with_log_start = |mut refusal: Refusal| {
+        if !matches!(
+            refusal.error,
+            ResponseError::MessageTooLarge | ResponseError::CorruptMessage
+        ) {
+            refusal.log_start = log_start;
+        }
+        refusal
+    };
+    let header = validate(cx, topic_name, topic, &bytes, now).map_err(with_log_start)?;
     let topic_id = topic.id;
     let outcome = if header.producer_id >= 0 {
         state
             .producers
             .check(topic_id, index, &header)
             .map_err(|error| {
-                Refusal::with_message(
+                with_log_start(Refusal::with_message(
                     error,
                     format!(
                         "producer {} epoch {} sequence {} refused on {topic_name}-{index}",
                         header.producer_id, header.producer_epoch, header.base_sequence
                     ),
-                )
+                ))
             })?
     } else {
         SequenceCheck::Append
@@ -224,18 +253,20 @@ fn append_one(
         .topics
         .partition_mut(topic_name, index)
         .ok_or_else(|| Refusal::new(ResponseError::UnknownTopicOrPartition))?;
-    let base_offset = match outcome {
-        SequenceCheck::Duplicate(original) => original.first_offset,
+    let (base_offset, log_append_time) = match outcome {
+        SequenceCheck::Duplicate(original) => (original.first_offset, original.timestamp),
         SequenceCheck::Append => {
             let header = BatchHeader {
                 partition_leader_epoch: partition.leader_epoch,
                 ..header
             };
-            let base = partition.log.append(header, &stamp_leader_epoch(&bytes, partition.leader_epoch));
+            let base = partition
+                .log
+                .append(header, &stamp_leader_epoch(&bytes, partition.leader_epoch));
             if let Some(keep) = cx.cluster.options.retention_records {
                 partition.log.retain(keep);
             }
-            base
+            (base, -1)
         }
     };
     let log_start = partition.log.log_start();
@@ -246,14 +277,15 @@ fn append_one(
     }
     Ok(Appended {
         base_offset,
+        log_append_time,
         log_start,
     })
 }
 
 /// The record set of one partition must be exactly one v2 batch (produce v3 and later); a
 /// trailing fragment too short to be a batch is ignored, as Kafka trims it.
-fn single_batch(version: i16, records: Bytes) -> Result<Bytes, Refusal> {
-    let Some(length) = batch_length(&records) else {
+fn single_batch(version: i16, records: &Bytes) -> Result<Bytes, Refusal> {
+    let Some(length) = batch_length(records) else {
         return Err(Refusal::with_message(
             ResponseError::InvalidRecord,
             format!(
@@ -267,6 +299,17 @@ fn single_batch(version: i16, records: Bytes) -> Result<Bytes, Refusal> {
             ResponseError::InvalidRecord,
             format!(
                 "Produce requests with version {version} are only allowed to contain record batches with magic version 2"
+            ),
+        ));
+    }
+    let attributes = records
+        .get(ATTRIBUTES_AT..ATTRIBUTES_AT + 2)
+        .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]));
+    if version < 7 && Codec::from_attributes(attributes).ok() == Some(Codec::Zstd) {
+        return Err(Refusal::with_message(
+            ResponseError::UnsupportedCompressionType,
+            format!(
+                "Produce requests with version {version} are not allowed to use ZStandard compression"
             ),
         ));
     }
@@ -330,7 +373,10 @@ fn validate(
     let batch = match RecordBatches::new(bytes.clone(), MAX_DECOMPRESSED).next() {
         Some(Ok(batch)) => batch,
         Some(Err(e)) => {
-            return Err(Refusal::with_message(ResponseError::CorruptMessage, e.to_string()));
+            return Err(Refusal::with_message(
+                ResponseError::CorruptMessage,
+                e.to_string(),
+            ));
         }
         None => return Err(Refusal::new(ResponseError::CorruptMessage)),
     };
@@ -371,9 +417,20 @@ fn validate(
             h.base_sequence, h.producer_id
         )));
     }
-    let records = batch
-        .records()
-        .map_err(|e| Refusal::with_message(ResponseError::CorruptMessage, e.to_string()))?;
+    let records = decode(&batch, bytes)?;
+    check_records(topic_name, topic, &h, &records, now)?;
+    Ok(h)
+}
+
+/// Per-record checks: keys on compacted topics, then `CreateTime` timestamps within
+/// `message.timestamp.before.max.ms` / `after.max.ms` of now.
+fn check_records(
+    topic_name: &str,
+    topic: &Topic,
+    h: &BatchHeader,
+    records: &[Record],
+    now: i64,
+) -> Result<(), Refusal> {
     let after_max = topic
         .config("message.timestamp.after.max.ms")
         .and_then(|v| v.parse::<i64>().ok())
@@ -408,16 +465,74 @@ fn validate(
             error: ResponseError::InvalidRecord,
             message: Some("One or more records have been rejected".to_owned()),
             records: keyless,
+            log_start: -1,
         });
     }
     if !timestamps.is_empty() {
         return Err(Refusal {
             error: ResponseError::InvalidTimestamp,
-            message: Some("One or more records have been rejected due to invalid timestamp".to_owned()),
+            message: Some(
+                "One or more records have been rejected due to invalid timestamp".to_owned(),
+            ),
             records: timestamps,
+            log_start: -1,
         });
     }
-    Ok(h)
+    Ok(())
+}
+
+/// The records of a batch. A codec Kafka does not know or data it cannot decompress fails
+/// as Kafka fails it (`UNKNOWN_SERVER_ERROR`); records that do not parse, fewer records than
+/// the header counts or bytes after the last one are `INVALID_RECORD`.
+fn decode(batch: &Batch, bytes: &Bytes) -> Result<Vec<Record>, Refusal> {
+    let unknown =
+        |message: String| Refusal::with_message(ResponseError::UnknownServerError, message);
+    let invalid = |message: String| Refusal::with_message(ResponseError::InvalidRecord, message);
+    let codec = batch.header.codec().map_err(|e| unknown(e.to_string()))?;
+    let body = bytes.get(BATCH_HEADER_SIZE..).unwrap_or_default();
+    let plain = if codec == Codec::None {
+        Bytes::copy_from_slice(body)
+    } else {
+        Bytes::from(
+            compression::decompress(codec, body, MAX_DECOMPRESSED)
+                .map_err(|e| unknown(format!("Failed to decompress record stream: {e}")))?,
+        )
+    };
+    let records = batch.records().map_err(|e| invalid(e.to_string()))?;
+    if !ends_after(&plain, records.len()) {
+        return Err(invalid(
+            "Incorrect declared batch size, records still remaining in file".to_owned(),
+        ));
+    }
+    Ok(records)
+}
+
+/// Whether `count` length-prefixed records fill `data` exactly.
+fn ends_after(data: &[u8], count: usize) -> bool {
+    let mut at = 0usize;
+    for _ in 0..count {
+        let Some((length, used)) = read_varint(data.get(at..).unwrap_or_default()) else {
+            return false;
+        };
+        let Ok(length) = usize::try_from(length) else {
+            return false;
+        };
+        at = at.saturating_add(used).saturating_add(length);
+    }
+    at == data.len()
+}
+
+/// A zigzag varint and the bytes it took.
+fn read_varint(data: &[u8]) -> Option<(i64, usize)> {
+    let mut value = 0u64;
+    for (i, byte) in data.iter().take(10).enumerate() {
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            let decoded = i64::try_from(value >> 1).ok()? ^ -i64::try_from(value & 1).ok()?;
+            return Some((decoded, i + 1));
+        }
+    }
+    None
 }
 
 /// The batch with the partition's leader epoch written in, as a leader stamps it (the CRC
@@ -439,34 +554,32 @@ fn wall_clock_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::records::{BatchBuilder, Codec, ProducerState};
+    use crate::client::records::{BatchBuilder, ProducerState};
 
     fn one_batch() -> Bytes {
         let mut builder = BatchBuilder::new(1024);
+        builder.push(0, Some(b"k"), Some(b"v"), &[]);
         builder
-            .push(0, Some(Bytes::from_static(b"k")), Some(Bytes::from_static(b"v")), &[])
-            .expect("fits");
-        builder
-            .build(Codec::None, 0, ProducerState::default())
+            .build(Codec::None, 0, ProducerState::NONE)
             .expect("builds")
     }
 
     #[test]
     fn a_record_set_must_be_exactly_one_batch() {
         let batch = one_batch();
-        assert!(single_batch(9, batch.clone()).is_ok());
+        assert!(single_batch(9, &batch).is_ok());
         let mut two = batch.to_vec();
         two.extend_from_slice(&batch);
-        let refused = single_batch(9, Bytes::from(two)).err().map(|r| r.error);
+        let refused = single_batch(9, &Bytes::from(two)).err().map(|r| r.error);
         assert_eq!(refused, Some(ResponseError::InvalidRecord));
         let mut fragment = batch.to_vec();
         fragment.extend_from_slice(&[0; 5]);
-        assert!(single_batch(9, Bytes::from(fragment)).is_ok());
-        let empty = single_batch(9, Bytes::new()).err().map(|r| r.error);
+        assert!(single_batch(9, &Bytes::from(fragment)).is_ok());
+        let empty = single_batch(9, &Bytes::new()).err().map(|r| r.error);
         assert_eq!(empty, Some(ResponseError::InvalidRecord));
         let mut old = batch.to_vec();
         old[MAGIC_AT] = 1;
-        let old = single_batch(9, Bytes::from(old)).err().map(|r| r.error);
+        let old = single_batch(9, &Bytes::from(old)).err().map(|r| r.error);
         assert_eq!(old, Some(ResponseError::InvalidRecord));
     }
 

@@ -25,6 +25,8 @@ pub(crate) struct AppendedBatch {
     pub(crate) last_sequence: i32,
     pub(crate) first_offset: i64,
     pub(crate) last_offset: i64,
+    /// The batch's largest timestamp, which Kafka reports as the log-append time of a retry.
+    pub(crate) timestamp: i64,
 }
 
 /// One producer's state on one partition.
@@ -55,7 +57,7 @@ pub(crate) struct Producers {
 }
 
 impl Producers {
-    /// Hands out a producer id no one had before (ids start at 0, as a new KRaft cluster's
+    /// Hands out a producer id no one had before (ids start at 0, as a new `KRaft` cluster's
     /// first block does). Also used by the transaction coordinator for transactional ids.
     pub(crate) fn allocate_id(&mut self) -> i64 {
         let id = self.next_id;
@@ -95,12 +97,12 @@ impl Producers {
             return Ok(SequenceCheck::Append);
         };
         let last_sequence = last_sequence(header);
-        if header.producer_epoch == state.epoch {
-            if let Some(found) = state.batches.iter().find(|b| {
-                b.first_sequence == header.base_sequence && b.last_sequence == last_sequence
-            }) {
-                return Ok(SequenceCheck::Duplicate(*found));
-            }
+        let duplicate = state
+            .batches
+            .iter()
+            .find(|b| b.first_sequence == header.base_sequence && b.last_sequence == last_sequence);
+        if let Some(found) = duplicate.filter(|_| header.producer_epoch == state.epoch) {
+            return Ok(SequenceCheck::Duplicate(*found));
         }
         if header.producer_epoch < state.epoch {
             return Err(ResponseError::InvalidProducerEpoch);
@@ -145,6 +147,7 @@ impl Producers {
             last_sequence: last_sequence(header),
             first_offset,
             last_offset: first_offset + i64::from(header.last_offset_delta),
+            timestamp: header.max_timestamp,
         });
     }
 
@@ -168,7 +171,7 @@ fn in_sequence(last: i32, next: i32) -> bool {
     i64::from(next) == i64::from(last) + 1 || (next == 0 && last == i32::MAX)
 }
 
-/// InitProducerId without a transactional id: like Kafka, a fresh producer id at epoch 0
+/// `InitProducerId` without a transactional id: like Kafka, a fresh producer id at epoch 0
 /// every time, whatever id and epoch the request carries (an idempotent producer that wants
 /// to reset its sequences simply gets a new id).
 pub(crate) fn init_producer_id(
@@ -202,7 +205,11 @@ mod tests {
 
     const TOPIC: uuid::Uuid = uuid::Uuid::from_u64_pair(1, 1);
 
-    fn append(p: &mut Producers, h: &BatchHeader, offset: i64) -> Result<SequenceCheck, ResponseError> {
+    fn append(
+        p: &mut Producers,
+        h: &BatchHeader,
+        offset: i64,
+    ) -> Result<SequenceCheck, ResponseError> {
         let outcome = p.check(TOPIC, 0, h)?;
         if outcome == SequenceCheck::Append {
             p.appended(TOPIC, 0, h, offset);
@@ -213,8 +220,14 @@ mod tests {
     #[test]
     fn a_retried_batch_gets_its_first_offsets_back() {
         let mut p = Producers::default();
-        assert_eq!(append(&mut p, &batch(1, 0, 0, 3), 10), Ok(SequenceCheck::Append));
-        assert_eq!(append(&mut p, &batch(1, 0, 3, 2), 13), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 0, 3), 10),
+            Ok(SequenceCheck::Append)
+        );
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 3, 2), 13),
+            Ok(SequenceCheck::Append)
+        );
         let Ok(SequenceCheck::Duplicate(first)) = append(&mut p, &batch(1, 0, 0, 3), 99) else {
             panic!("a duplicate");
         };
@@ -225,20 +238,29 @@ mod tests {
     fn only_the_last_five_batches_are_recognised() {
         let mut p = Producers::default();
         for i in 0..6 {
-            assert_eq!(append(&mut p, &batch(1, 0, i, 1), i64::from(i)), Ok(SequenceCheck::Append));
+            assert_eq!(
+                append(&mut p, &batch(1, 0, i, 1), i64::from(i)),
+                Ok(SequenceCheck::Append)
+            );
         }
         assert_eq!(
             append(&mut p, &batch(1, 0, 0, 1), 6),
             Err(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert!(matches!(append(&mut p, &batch(1, 0, 1, 1), 6), Ok(SequenceCheck::Duplicate(_))));
+        assert!(matches!(
+            append(&mut p, &batch(1, 0, 1, 1), 6),
+            Ok(SequenceCheck::Duplicate(_))
+        ));
     }
 
     #[test]
     fn gaps_old_epochs_and_new_epochs_follow_kafka() {
         let mut p = Producers::default();
         // An unknown producer may start at any sequence.
-        assert_eq!(append(&mut p, &batch(1, 3, 40, 1), 0), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 3, 40, 1), 0),
+            Ok(SequenceCheck::Append)
+        );
         assert_eq!(
             append(&mut p, &batch(1, 3, 42, 1), 1),
             Err(ResponseError::OutOfOrderSequenceNumber)
@@ -251,7 +273,10 @@ mod tests {
             append(&mut p, &batch(1, 4, 5, 1), 1),
             Err(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert_eq!(append(&mut p, &batch(1, 4, 0, 1), 1), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 4, 0, 1), 1),
+            Ok(SequenceCheck::Append)
+        );
         p.bump(1, 5);
         assert_eq!(
             append(&mut p, &batch(1, 4, 1, 1), 2),
@@ -261,7 +286,10 @@ mod tests {
             append(&mut p, &batch(1, 5, 1, 1), 2),
             Err(ResponseError::OutOfOrderSequenceNumber)
         );
-        assert_eq!(append(&mut p, &batch(1, 5, 0, 1), 2), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 5, 0, 1), 2),
+            Ok(SequenceCheck::Append)
+        );
     }
 
     #[test]
@@ -271,6 +299,9 @@ mod tests {
             append(&mut p, &batch(1, 0, i32::MAX - 1, 2), 0),
             Ok(SequenceCheck::Append)
         );
-        assert_eq!(append(&mut p, &batch(1, 0, 0, 1), 2), Ok(SequenceCheck::Append));
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 0, 1), 2),
+            Ok(SequenceCheck::Append)
+        );
     }
 }

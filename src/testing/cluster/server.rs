@@ -32,6 +32,8 @@ pub(crate) struct Cx<'a> {
 pub(crate) enum Close {
     Io(std::io::Error),
     Malformed(String),
+    /// A fault armed by the test closes it.
+    Fault,
 }
 
 impl From<std::io::Error> for Close {
@@ -46,7 +48,8 @@ where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (mut reader, mut writer) = tokio::io::split(stream);
-    let outcome: Result<(), Close> = async {
+    let mut dropped = shared.faults.watch(node);
+    let serving = async {
         loop {
             let length = match reader.read_i32().await {
                 Ok(n) => n,
@@ -65,11 +68,26 @@ where
             writer.write_all(&answer).await?;
             writer.flush().await?;
         }
-    }
-    .await;
+    };
+    // `drop_connections` closes the connection wherever it is, a long poll included.
+    let outcome: Result<(), Close> = tokio::select! {
+        outcome = serving => outcome,
+        () = closed_by_fault(dropped.as_mut()) => Err(Close::Fault),
+    };
     if let Err(why) = outcome {
         tracing::debug!(node, ?why, "embedded broker closed a connection");
     }
+}
+
+/// Resolves when a fault closes the connections of the node `dropped` follows.
+async fn closed_by_fault(dropped: Option<&mut tokio::sync::watch::Receiver<u64>>) {
+    if let Some(rx) = dropped
+        && rx.changed().await.is_ok()
+    {
+        return;
+    }
+    // Without a node to follow, or with the cluster gone, nothing closes it this way.
+    std::future::pending::<()>().await;
 }
 
 /// Decodes one request frame and builds its response frame; `None` when the request gets no
@@ -86,7 +104,9 @@ async fn answer(
     };
     let api = ApiKey::try_from(key).map_err(|()| Close::Malformed(format!("API key {key}")))?;
     if api != ApiKey::ApiVersions && !super::versions::supported(api, version) {
-        return Err(Close::Malformed(format!("{api:?} v{version} not supported")));
+        return Err(Close::Malformed(format!(
+            "{api:?} v{version} not supported"
+        )));
     }
     // ApiVersions is decoded with the v0 header whatever version it asks for, so that a
     // client asking too high can still be told what we speak.
@@ -105,7 +125,21 @@ async fn answer(
         listener,
         client_id: client_id.as_deref(),
     };
-    let body = if api == ApiKey::ApiVersions {
+    let planned = shared.faults.next(api);
+    if planned.close {
+        return Err(Close::Fault);
+    }
+    if let Some(delay) = planned.delay {
+        tokio::time::sleep(delay).await;
+    }
+    let body = if let Some(code) = planned.fail {
+        if api == ApiKey::ApiVersions {
+            let (response, version) = super::versions::answer(&cx);
+            encode(&Cx { version, ..cx }, &response.with_error_code(code))?
+        } else {
+            crate::testing::faults::error_response(&cx, api, frame, code)?
+        }
+    } else if api == ApiKey::ApiVersions {
         let (response, version) = super::versions::answer(&cx);
         encode(&Cx { version, ..cx }, &response)?
     } else {

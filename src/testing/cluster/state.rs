@@ -33,19 +33,28 @@ impl State {
 impl State {
     /// Deliverable records of `topic`/`partition` from `from` to the end a reader of that
     /// isolation sees; 0 for a partition that does not exist.
-    pub(crate) fn deliverable(&self, topic: &str, partition: i32, from: i64, read_committed: bool) -> u64 {
+    pub(crate) fn deliverable(
+        &self,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        read_committed: bool,
+    ) -> u64 {
         self.topics.partition(topic, partition).map_or(0, |p| {
             let end = p.log.visible_end(read_committed);
-            p.log.deliverable(from.max(p.log.log_start()), end, read_committed)
+            p.log
+                .deliverable(from.max(p.log.log_start()), end, read_committed)
         })
     }
 
     /// Every topic with its partition count.
     pub(crate) fn topic_partitions(&self) -> impl Iterator<Item = (&str, i32)> {
-        self.topics
-            .by_name
-            .iter()
-            .map(|(name, t)| (name.as_str(), i32::try_from(t.partitions.len()).unwrap_or(i32::MAX)))
+        self.topics.by_name.iter().map(|(name, t)| {
+            (
+                name.as_str(),
+                i32::try_from(t.partitions.len()).unwrap_or(i32::MAX),
+            )
+        })
     }
 
     /// Data records written inside transactions that are still open.

@@ -1,8 +1,8 @@
 //! The API versions the embedded brokers speak, and the ApiVersions answer.
 
 use kafka_protocol::messages::ApiKey;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::ApiVersionsResponse;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
 
 use super::server::Cx;
 

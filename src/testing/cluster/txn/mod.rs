@@ -1,0 +1,368 @@
+//! Transactions: the coordinator's side (partitions and offsets added, commit and abort).
+//!
+//! Each transactional id holds a producer id and epoch and moves through Kafka's states:
+//! `Empty` after `InitProducerId`, `Ongoing` from the first partition or group added, then
+//! `CompleteCommit` or `CompleteAbort`. Kafka answers `EndTxn` once the outcome is logged and
+//! writes the markers afterwards; here the markers are written before the answer, so the
+//! `Prepare*` states are never observed and `CONCURRENT_TRANSACTIONS` only comes from an
+//! `InitProducerId` that had to abort the previous holder's open transaction first (Kafka
+//! answers that case the same way, and the client's retry then gets the next epoch).
+
+mod requests;
+mod timeout;
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use tokio::time::Instant;
+
+use super::state::State;
+
+pub(crate) use requests::{add_offsets, add_partitions, end, init_producer_id, offset_commit};
+
+/// Where a transaction is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Empty,
+    Ongoing,
+    CompleteCommit,
+    CompleteAbort,
+}
+
+/// An offset a transaction commits for a group when it commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PendingOffset {
+    group: String,
+    topic: String,
+    partition: i32,
+    offset: i64,
+    leader_epoch: i32,
+    metadata: Option<String>,
+}
+
+/// One transactional id's coordinator state.
+#[derive(Debug)]
+struct Txn {
+    producer_id: i64,
+    /// The producer id before the last rotation: a retried init after an exhausted epoch may
+    /// still name it.
+    last_producer_id: i64,
+    epoch: i16,
+    /// The epoch before the last init (when the producer named its own), so that a retry of
+    /// that init gets the same answer.
+    last_epoch: i16,
+    timeout: Duration,
+    status: Status,
+    partitions: BTreeSet<(String, i32)>,
+    groups: BTreeSet<String>,
+    offsets: Vec<PendingOffset>,
+    started: Instant,
+    /// Counts the transactions begun, so a timer can tell whether its transaction is still
+    /// the open one.
+    serial: u64,
+}
+
+/// Every transactional id the cluster knows.
+#[derive(Debug, Default)]
+pub(crate) struct Transactions {
+    by_id: HashMap<String, Txn>,
+    /// Current producer id -> transactional id.
+    by_producer: HashMap<i64, String>,
+}
+
+/// Kafka stops bumping an epoch one short of the largest value, so that a fence can still
+/// bump it once; the next init then rotates to a new producer id.
+fn exhausted(epoch: i16) -> bool {
+    epoch >= i16::MAX - 1
+}
+
+/// Wall-clock milliseconds for marker timestamps.
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Checks a transactional produce to `topic`/`partition` by `producer_id` at `epoch`: the
+/// producer must hold the current epoch of its transactional id and have added the partition
+/// to its open transaction. Called by Produce, under the state lock, before it appends.
+///
+/// The answers are those of Kafka's partition leader after it verified the batch with the
+/// transaction coordinator (KIP-890 part 1): an unknown producer id is
+/// `INVALID_PRODUCER_ID_MAPPING`, a stale or unknown epoch `INVALID_PRODUCER_EPOCH` (the leader
+/// turns the coordinator's `PRODUCER_FENCED` into it), a partition outside the open
+/// transaction `INVALID_TXN_STATE`.
+pub(crate) fn check_produce(
+    state: &State,
+    producer_id: i64,
+    epoch: i16,
+    topic: &str,
+    partition: i32,
+) -> Result<(), ResponseError> {
+    let txns = &state.transactions;
+    let txn = txns
+        .by_producer
+        .get(&producer_id)
+        .and_then(|id| txns.by_id.get(id))
+        .ok_or(ResponseError::InvalidProducerIdMapping)?;
+    if epoch != txn.epoch {
+        return Err(ResponseError::InvalidProducerEpoch);
+    }
+    let added =
+        txn.status == Status::Ongoing && txn.partitions.contains(&(topic.to_owned(), partition));
+    if !added {
+        return Err(ResponseError::InvalidTxnState);
+    }
+    Ok(())
+}
+
+/// Whether an open transaction holds an offset for `group` on `topic`/`partition` that it has
+/// not committed yet (`OffsetFetch` with `require_stable` answers `UNSTABLE_OFFSET_COMMIT`).
+pub(crate) fn has_pending_offsets(state: &State, group: &str, topic: &str, partition: i32) -> bool {
+    state.transactions.by_id.values().any(|t| {
+        t.status == Status::Ongoing
+            && t.offsets
+                .iter()
+                .any(|o| o.group == group && o.topic == topic && o.partition == partition)
+    })
+}
+
+impl Transactions {
+    fn get(&self, id: &str) -> Option<&Txn> {
+        self.by_id.get(id)
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Txn> {
+        self.by_id.get_mut(id)
+    }
+
+    /// `id`'s transaction, if `producer_id` at `epoch` holds it (the coordinator's checks
+    /// before it acts for a producer).
+    fn held(&mut self, id: &str, producer_id: i64, epoch: i16) -> Result<&mut Txn, ResponseError> {
+        let txn = self
+            .get_mut(id)
+            .ok_or(ResponseError::InvalidProducerIdMapping)?;
+        if txn.producer_id != producer_id {
+            return Err(ResponseError::InvalidProducerIdMapping);
+        }
+        if txn.epoch != epoch {
+            return Err(ResponseError::ProducerFenced);
+        }
+        Ok(txn)
+    }
+}
+
+/// The producer id and epoch `InitProducerId` hands out for `id`; `expected` is the id and
+/// epoch the producer says it holds (v3+), if any.
+///
+/// An open transaction of the previous holder is aborted first (its epoch bumped, so it is
+/// fenced) and the answer is `CONCURRENT_TRANSACTIONS`: the retry gets the next epoch, as
+/// with Kafka.
+fn init(
+    state: &mut State,
+    id: &str,
+    timeout: Duration,
+    expected: Option<(i64, i16)>,
+) -> Result<(i64, i16), ResponseError> {
+    if state.transactions.get(id).is_none() {
+        let producer_id = state.producers.allocate_id();
+        state
+            .transactions
+            .by_producer
+            .insert(producer_id, id.to_owned());
+        state.transactions.by_id.insert(
+            id.to_owned(),
+            Txn {
+                producer_id,
+                last_producer_id: -1,
+                epoch: -1,
+                last_epoch: -1,
+                timeout,
+                status: Status::Empty,
+                partitions: BTreeSet::new(),
+                groups: BTreeSet::new(),
+                offsets: Vec::new(),
+                started: Instant::now(),
+                serial: 0,
+            },
+        );
+    }
+    let Some(txn) = state.transactions.get(id) else {
+        return Err(ResponseError::UnknownServerError);
+    };
+    if let Some((pid, epoch)) = expected {
+        let valid = txn.epoch == -1
+            || pid == txn.producer_id
+            || (pid == txn.last_producer_id && exhausted(epoch));
+        if !valid {
+            return Err(ResponseError::ProducerFenced);
+        }
+    }
+    if txn.status == Status::Ongoing {
+        fence_and_abort(state, id);
+        return Err(ResponseError::ConcurrentTransactions);
+    }
+    let rotate = exhausted(txn.epoch) && expected.is_none_or(|(_, e)| e == txn.epoch);
+    let (producer_id, epoch, last_epoch, last_producer_id) = if rotate {
+        let fresh = state.producers.allocate_id();
+        let last_epoch = if expected.is_some() { txn.epoch } else { -1 };
+        (fresh, 0, last_epoch, txn.producer_id)
+    } else {
+        let (epoch, last_epoch) = match expected {
+            None => (txn.epoch.saturating_add(1), -1),
+            Some((_, e)) if txn.epoch == -1 || e == txn.epoch => {
+                (txn.epoch.saturating_add(1), txn.epoch)
+            }
+            // A retry of an init that was answered but not heard: the same answer again.
+            Some((_, e)) if e == txn.last_epoch => (txn.epoch, txn.last_epoch),
+            Some(_) => return Err(ResponseError::ProducerFenced),
+        };
+        (txn.producer_id, epoch, last_epoch, txn.last_producer_id)
+    };
+    let previous = txn.producer_id;
+    if previous != producer_id {
+        state.transactions.by_producer.remove(&previous);
+        state
+            .transactions
+            .by_producer
+            .insert(producer_id, id.to_owned());
+    }
+    let Some(txn) = state.transactions.get_mut(id) else {
+        return Err(ResponseError::UnknownServerError);
+    };
+    txn.producer_id = producer_id;
+    txn.last_producer_id = last_producer_id;
+    txn.epoch = epoch;
+    txn.last_epoch = last_epoch;
+    txn.timeout = timeout;
+    txn.status = Status::Empty;
+    txn.partitions.clear();
+    txn.groups.clear();
+    txn.offsets.clear();
+    state.producers.bump(producer_id, epoch);
+    Ok((producer_id, epoch))
+}
+
+/// Adds partitions and groups to `id`'s transaction (`AddPartitionsToTxn`, `AddOffsetsToTxn`);
+/// returns the transaction's serial and deadline when this began it (its timeout starts now).
+fn add(
+    state: &mut State,
+    id: &str,
+    producer_id: i64,
+    epoch: i16,
+    partitions: &[(String, i32)],
+    group: Option<&str>,
+) -> Result<Option<(u64, Instant)>, ResponseError> {
+    let txn = state.transactions.held(id, producer_id, epoch)?;
+    let mut began = None;
+    if txn.status != Status::Ongoing {
+        txn.status = Status::Ongoing;
+        txn.started = Instant::now();
+        txn.serial += 1;
+        txn.partitions.clear();
+        txn.groups.clear();
+        txn.offsets.clear();
+        began = Some((txn.serial, txn.started + txn.timeout));
+    }
+    txn.partitions.extend(partitions.iter().cloned());
+    if let Some(group) = group {
+        txn.groups.insert(group.to_owned());
+    }
+    Ok(began)
+}
+
+/// `EndTxn` from the producer: commits or aborts the open transaction (markers written on every
+/// partition it wrote to, offsets committed or dropped). A repeated end with the outcome
+/// already reached succeeds; the other outcome, or an end without a transaction, is
+/// `INVALID_TXN_STATE`.
+fn end_from_client(
+    state: &mut State,
+    id: &str,
+    producer_id: i64,
+    epoch: i16,
+    commit: bool,
+) -> Result<(), ResponseError> {
+    let txn = state.transactions.held(id, producer_id, epoch)?;
+    match (txn.status, commit) {
+        (Status::Ongoing, _) => {
+            complete(state, id, commit);
+            Ok(())
+        }
+        (Status::CompleteCommit, true) | (Status::CompleteAbort, false) => Ok(()),
+        _ => Err(ResponseError::InvalidTxnState),
+    }
+}
+
+/// Writes the outcome of `id`'s open transaction: a marker on each of its partitions, its
+/// offsets committed to their groups on commit, and the transaction complete.
+fn complete(state: &mut State, id: &str, commit: bool) {
+    let State {
+        topics,
+        producers,
+        transactions,
+        groups,
+        ..
+    } = state;
+    let Some(txn) = transactions.get_mut(id) else {
+        return;
+    };
+    let timestamp = wall_ms();
+    for (topic, partition) in std::mem::take(&mut txn.partitions) {
+        if let Some(p) = topics.partition_mut(&topic, partition) {
+            p.log
+                .end_transaction(txn.producer_id, txn.epoch, commit, timestamp);
+        }
+    }
+    let offsets = std::mem::take(&mut txn.offsets);
+    if commit {
+        for o in offsets {
+            groups.commit(
+                &o.group,
+                &o.topic,
+                o.partition,
+                o.offset,
+                o.leader_epoch,
+                o.metadata,
+            );
+        }
+    }
+    txn.groups.clear();
+    txn.status = if commit {
+        Status::CompleteCommit
+    } else {
+        Status::CompleteAbort
+    };
+    producers.bump(txn.producer_id, txn.epoch);
+}
+
+/// Aborts `id`'s open transaction on the coordinator's own account (a newer producer's init,
+/// or the transaction timeout): the epoch is bumped first, so the old producer is fenced, and
+/// the markers carry the new epoch, as Kafka's coordinator does.
+fn fence_and_abort(state: &mut State, id: &str) {
+    let Some(txn) = state.transactions.get_mut(id) else {
+        return;
+    };
+    txn.epoch = txn.epoch.saturating_add(1);
+    txn.last_epoch = -1;
+    complete(state, id, false);
+}
+
+/// Aborts every open transaction that outlived its timeout; returns whether any was.
+fn abort_expired(state: &mut State) -> bool {
+    let now = Instant::now();
+    let expired: Vec<String> = state
+        .transactions
+        .by_id
+        .iter()
+        .filter(|(_, t)| t.status == Status::Ongoing && t.started + t.timeout <= now)
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in &expired {
+        fence_and_abort(state, id);
+    }
+    !expired.is_empty()
+}
+
+#[cfg(test)]
+mod tests;

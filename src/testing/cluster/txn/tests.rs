@@ -1,0 +1,380 @@
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, GroupId,
+    InitProducerIdRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::*;
+use crate::client::records::BatchHeader;
+use crate::testing::cluster::server::Cx;
+use crate::testing::cluster::{Listener, Shared};
+use crate::testing::{ClusterOptions, EmbeddedCluster};
+
+const TOPIC: &str = "t";
+
+fn cluster() -> EmbeddedCluster {
+    let cluster = EmbeddedCluster::new(ClusterOptions {
+        transaction_max_timeout: Duration::from_mins(1),
+        ..ClusterOptions::default()
+    });
+    cluster.shared().state().topics.create(TOPIC, 2, 1);
+    cluster
+}
+
+fn cx(shared: &std::sync::Arc<Shared>, version: i16) -> Cx<'_> {
+    Cx {
+        cluster: shared,
+        node: 0,
+        version,
+        listener: Listener::Memory,
+        client_id: None,
+    }
+}
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_owned())
+}
+
+/// `InitProducerId` v4 for `id`; (error, producer id, epoch).
+fn init_id(shared: &std::sync::Arc<Shared>, id: &str, timeout_ms: i32) -> (i16, i64, i16) {
+    let r = init_producer_id(
+        &cx(shared, 4),
+        InitProducerIdRequest::default()
+            .with_transactional_id(Some(TransactionalId(s(id))))
+            .with_transaction_timeout_ms(timeout_ms)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1),
+    );
+    (r.error_code, r.producer_id.0, r.producer_epoch)
+}
+
+fn add_partition(
+    shared: &std::sync::Arc<Shared>,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    partition: i32,
+) -> i16 {
+    let r = add_partitions(
+        &cx(shared, 3),
+        AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(TransactionalId(s(id)))
+            .with_v3_and_below_producer_id(ProducerId(pid))
+            .with_v3_and_below_producer_epoch(epoch)
+            .with_v3_and_below_topics(vec![
+                AddPartitionsToTxnTopic::default()
+                    .with_name(TopicName(s(TOPIC)))
+                    .with_partitions(vec![partition]),
+            ]),
+    );
+    r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+}
+
+fn end_txn(
+    shared: &std::sync::Arc<Shared>,
+    version: i16,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    commit: bool,
+) -> i16 {
+    end(
+        &cx(shared, version),
+        EndTxnRequest::default()
+            .with_transactional_id(TransactionalId(s(id)))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_committed(commit),
+    )
+    .error_code
+}
+
+/// Appends a one-record transactional batch as Produce would after `check_produce`.
+fn produce(
+    shared: &std::sync::Arc<Shared>,
+    pid: i64,
+    epoch: i16,
+    partition: i32,
+) -> Result<i64, ResponseError> {
+    let mut state = shared.state();
+    check_produce(&state, pid, epoch, TOPIC, partition)?;
+    let header = BatchHeader {
+        base_offset: 0,
+        partition_leader_epoch: 0,
+        attributes: 0b0001_0000,
+        last_offset_delta: 0,
+        base_timestamp: 1,
+        max_timestamp: 1,
+        producer_id: pid,
+        producer_epoch: epoch,
+        base_sequence: 0,
+        record_count: 1,
+    };
+    let p = state
+        .topics
+        .partition_mut(TOPIC, partition)
+        .expect("partition");
+    Ok(p.log.append(header, &[0u8; 70]))
+}
+
+fn stable(shared: &std::sync::Arc<Shared>, partition: i32) -> i64 {
+    shared
+        .state()
+        .topics
+        .partition(TOPIC, partition)
+        .expect("partition")
+        .log
+        .last_stable_offset()
+}
+
+#[test]
+fn init_bumps_the_epoch_of_the_same_producer_id() {
+    let c = cluster();
+    let shared = c.shared();
+    let (e, pid, epoch) = init_id(shared, "a", 10_000);
+    assert_eq!((e, epoch), (0, 0));
+    let (e, again, epoch) = init_id(shared, "a", 10_000);
+    assert_eq!((e, again, epoch), (0, pid, 1));
+    let (_, other, _) = init_id(shared, "b", 10_000);
+    assert_ne!(other, pid);
+}
+
+#[test]
+fn a_timeout_above_the_maximum_or_not_positive_is_refused() {
+    let c = cluster();
+    let refused = ResponseError::InvalidTransactionTimeout.code();
+    assert_eq!(init_id(c.shared(), "a", 60_001).0, refused);
+    assert_eq!(init_id(c.shared(), "a", 0).0, refused);
+    assert_eq!(init_id(c.shared(), "a", 60_000).0, 0);
+    assert_eq!(
+        init_id(c.shared(), "", 1_000).0,
+        ResponseError::InvalidRequest.code()
+    );
+}
+
+#[test]
+fn a_new_init_aborts_the_open_transaction_and_fences_its_producer() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "a", 10_000);
+    assert_eq!(add_partition(shared, "a", pid, epoch, 0), 0);
+    produce(shared, pid, epoch, 0).expect("appended");
+    assert_eq!(stable(shared, 0), 0);
+    // The open transaction is aborted first; the retry gets the epoch after the fence.
+    assert_eq!(
+        init_id(shared, "a", 10_000).0,
+        ResponseError::ConcurrentTransactions.code()
+    );
+    assert_eq!(
+        stable(shared, 0),
+        2,
+        "the abort marker moved the stable offset"
+    );
+    let (e, same, next) = init_id(shared, "a", 10_000);
+    assert_eq!((e, same, next), (0, pid, epoch + 2));
+    assert_eq!(
+        end_txn(shared, 3, "a", pid, epoch, true),
+        ResponseError::ProducerFenced.code()
+    );
+    assert_eq!(
+        end_txn(shared, 1, "a", pid, epoch, true),
+        ResponseError::InvalidProducerEpoch.code(),
+        "before KIP-588"
+    );
+    assert_eq!(
+        produce(shared, pid, epoch, 0),
+        Err(ResponseError::InvalidProducerEpoch)
+    );
+    assert_eq!(
+        add_partition(shared, "a", pid, epoch, 0),
+        ResponseError::ProducerFenced.code()
+    );
+}
+
+#[test]
+fn end_follows_the_transaction_state() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "a", 10_000);
+    let invalid = ResponseError::InvalidTxnState.code();
+    assert_eq!(
+        end_txn(shared, 3, "a", pid, epoch, true),
+        invalid,
+        "nothing open"
+    );
+    assert_eq!(
+        end_txn(shared, 3, "a", pid, epoch, false),
+        invalid,
+        "nothing open"
+    );
+    assert_eq!(add_partition(shared, "a", pid, epoch, 1), 0);
+    produce(shared, pid, epoch, 1).expect("appended");
+    assert_eq!(end_txn(shared, 3, "a", pid, epoch, true), 0);
+    assert_eq!(stable(shared, 1), 2);
+    assert_eq!(
+        end_txn(shared, 3, "a", pid, epoch, true),
+        0,
+        "a retried commit"
+    );
+    assert_eq!(end_txn(shared, 3, "a", pid, epoch, false), invalid);
+    assert_eq!(
+        end_txn(shared, 3, "a", pid + 100, epoch, true),
+        ResponseError::InvalidProducerIdMapping.code()
+    );
+    assert_eq!(
+        end_txn(shared, 3, "unknown", pid, epoch, true),
+        ResponseError::InvalidProducerIdMapping.code()
+    );
+}
+
+#[test]
+fn produce_needs_the_partition_in_the_open_transaction() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "a", 10_000);
+    assert_eq!(
+        produce(shared, pid, epoch, 0),
+        Err(ResponseError::InvalidTxnState)
+    );
+    assert_eq!(add_partition(shared, "a", pid, epoch, 0), 0);
+    assert_eq!(
+        produce(shared, pid, epoch, 1),
+        Err(ResponseError::InvalidTxnState)
+    );
+    assert!(produce(shared, pid, epoch, 0).is_ok());
+    assert_eq!(
+        produce(shared, pid + 100, 0, 0),
+        Err(ResponseError::InvalidProducerIdMapping)
+    );
+}
+
+#[test]
+fn unknown_partitions_fail_alone_and_the_others_are_not_attempted() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "a", 10_000);
+    let r = add_partitions(
+        &cx(shared, 3),
+        AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(TransactionalId(s("a")))
+            .with_v3_and_below_producer_id(ProducerId(pid))
+            .with_v3_and_below_producer_epoch(epoch)
+            .with_v3_and_below_topics(vec![
+                AddPartitionsToTxnTopic::default()
+                    .with_name(TopicName(s(TOPIC)))
+                    .with_partitions(vec![0, 7]),
+            ]),
+    );
+    let codes: Vec<i16> = r.results_by_topic_v3_and_below[0]
+        .results_by_partition
+        .iter()
+        .map(|p| p.partition_error_code)
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            ResponseError::OperationNotAttempted.code(),
+            ResponseError::UnknownTopicOrPartition.code()
+        ]
+    );
+    assert_eq!(
+        produce(shared, pid, epoch, 0),
+        Err(ResponseError::InvalidTxnState)
+    );
+}
+
+#[test]
+fn offsets_wait_in_the_transaction_until_it_ends() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "a", 10_000);
+    let commit_offsets = || {
+        offset_commit(
+            &cx(shared, 3),
+            TxnOffsetCommitRequest::default()
+                .with_transactional_id(TransactionalId(s("a")))
+                .with_group_id(GroupId(s("g")))
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_generation_id(-1)
+                .with_topics(vec![
+                    TxnOffsetCommitRequestTopic::default()
+                        .with_name(TopicName(s(TOPIC)))
+                        .with_partitions(vec![
+                            TxnOffsetCommitRequestPartition::default()
+                                .with_partition_index(0)
+                                .with_committed_offset(5),
+                        ]),
+                ]),
+        )
+        .topics[0]
+            .partitions[0]
+            .error_code
+    };
+    assert_eq!(
+        commit_offsets(),
+        ResponseError::InvalidTxnState.code(),
+        "group not added"
+    );
+    let added = add_offsets(
+        &cx(shared, 3),
+        AddOffsetsToTxnRequest::default()
+            .with_transactional_id(TransactionalId(s("a")))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_group_id(GroupId(s("g"))),
+    );
+    assert_eq!(added.error_code, 0);
+    assert_eq!(commit_offsets(), 0);
+    assert!(has_pending_offsets(&shared.state(), "g", TOPIC, 0));
+    assert!(!has_pending_offsets(&shared.state(), "g", TOPIC, 1));
+    assert_eq!(end_txn(shared, 3, "a", pid, epoch, false), 0);
+    assert!(!has_pending_offsets(&shared.state(), "g", TOPIC, 0));
+}
+
+#[test]
+fn an_exhausted_epoch_moves_to_a_new_producer_id() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, _) = init_id(shared, "a", 10_000);
+    shared
+        .state()
+        .transactions
+        .get_mut("a")
+        .expect("known")
+        .epoch = i16::MAX - 1;
+    let (e, fresh, epoch) = init_id(shared, "a", 10_000);
+    assert_eq!((e, epoch), (0, 0));
+    assert_ne!(fresh, pid);
+    assert_eq!(
+        produce(shared, pid, i16::MAX - 1, 0),
+        Err(ResponseError::InvalidProducerIdMapping)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_coordinator_aborts_a_transaction_past_its_timeout() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "a", 1_000);
+    assert_eq!(add_partition(shared, "a", pid, epoch, 0), 0);
+    produce(shared, pid, epoch, 0).expect("appended");
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(stable(shared, 0), 0, "still open");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(stable(shared, 0), 2, "aborted by the timer");
+    assert_eq!(
+        end_txn(shared, 3, "a", pid, epoch, true),
+        ResponseError::ProducerFenced.code()
+    );
+    let (e, same, next) = init_id(shared, "a", 1_000);
+    assert_eq!((e, same, next), (0, pid, epoch + 2));
+}
