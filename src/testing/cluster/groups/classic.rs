@@ -22,6 +22,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
+use super::Committer;
+
 /// The state of a classic group, named as `DescribeGroups` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -915,24 +917,20 @@ impl ClassicGroup {
     }
 
     /// Offset commit checks of Kafka's `ClassicGroup.validateOffsetCommit`.
-    pub(super) fn validate_commit(
-        &self,
-        generation: i32,
-        member_id: &str,
-        instance: Option<&str>,
-    ) -> Result<(), ResponseError> {
+    pub(super) fn validate_commit(&self, committer: &Committer<'_>) -> Result<(), ResponseError> {
+        let generation = committer.generation;
         if generation < 0 && self.phase == Phase::Empty {
             return Ok(());
         }
-        if generation >= 0 || !member_id.is_empty() || instance.is_some() {
-            self.validate_member(member_id, instance)?;
+        if generation >= 0 || !committer.member_id.is_empty() || committer.instance_id.is_some() {
+            self.validate_member(committer.member_id, committer.instance_id)?;
             if generation != self.generation {
                 return Err(ResponseError::IllegalGeneration);
             }
-        } else if self.phase != Phase::Empty {
+        } else if !committer.transactional && self.phase != Phase::Empty {
             return Err(ResponseError::UnknownMemberId);
         }
-        if self.phase == Phase::CompletingRebalance {
+        if !committer.transactional && self.phase == Phase::CompletingRebalance {
             return Err(ResponseError::RebalanceInProgress);
         }
         Ok(())

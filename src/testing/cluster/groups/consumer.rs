@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::super::topics::Topics;
+use super::Committer;
 use super::assignor::{self, Assignment, Subscriber};
 
 /// `group.consumer.session.timeout.ms` (Kafka's default).
@@ -681,23 +682,18 @@ impl ConsumerGroup {
     }
 
     /// Offset commit checks of Kafka's `ConsumerGroup.validateOffsetCommit`.
-    pub(super) fn validate_commit(
-        &self,
-        epoch: i32,
-        member_id: &str,
-        version: i16,
-    ) -> Result<(), ResponseError> {
-        if epoch < 0 && self.members.is_empty() {
+    pub(super) fn validate_commit(&self, committer: &Committer<'_>) -> Result<(), ResponseError> {
+        if committer.generation < 0 && self.members.is_empty() {
             return Ok(());
         }
         let member = self
             .members
-            .get(member_id)
+            .get(committer.member_id)
             .ok_or(ResponseError::UnknownMemberId)?;
-        if version < 9 {
+        if !committer.transactional && committer.version < 9 {
             return Err(ResponseError::UnsupportedVersion);
         }
-        if epoch != member.epoch {
+        if committer.generation != member.epoch {
             return Err(ResponseError::StaleMemberEpoch);
         }
         Ok(())

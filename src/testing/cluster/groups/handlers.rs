@@ -26,7 +26,9 @@ use super::super::server::Cx;
 use super::super::state::State;
 use super::classic::{ClassicGroup, JoinArgs, Reply};
 use super::consumer::{self, ConsumerGroup};
-use super::{Group, TIMER_NAP, arm_timer, coordinator, limits, next_deadline, offsets, tick};
+use super::{
+    Committer, Group, TIMER_NAP, arm_timer, coordinator, limits, next_deadline, offsets, tick,
+};
 
 /// `DescribeGroups`' `authorized_operations` of a group without an authorizer: `READ`,
 /// `DELETE`, `DESCRIBE`, `DESCRIBE_CONFIGS` and `ALTER_CONFIGS`, as Kafka 4.1 reports them.
@@ -381,36 +383,6 @@ pub(crate) fn consumer_heartbeat(
     response
 }
 
-/// Whether `group` may take a commit from this member, as Kafka's `validateOffsetCommit`
-/// decides; a commit without membership into an unknown group creates it (a "simple" group).
-fn validate_commit(
-    state: &mut State,
-    request: &OffsetCommitRequest,
-    version: i16,
-) -> Result<(), ResponseError> {
-    let group = request.group_id.as_str();
-    let generation = request.generation_id_or_member_epoch;
-    match state.groups.by_id.get(group) {
-        None if generation < 0 => {
-            state.groups.by_id.insert(
-                group.to_owned(),
-                Group::Classic(Box::new(ClassicGroup::new(group))),
-            );
-            Ok(())
-        }
-        None if version >= 9 => Err(ResponseError::GroupIdNotFound),
-        None => Err(ResponseError::IllegalGeneration),
-        Some(Group::Classic(g)) => g.validate_commit(
-            generation,
-            request.member_id.as_str(),
-            request.group_instance_id.as_deref(),
-        ),
-        Some(Group::Consumer(g)) => {
-            g.validate_commit(generation, request.member_id.as_str(), version)
-        }
-    }
-}
-
 /// `OffsetCommit` v2-9.
 pub(crate) fn offset_commit(cx: &Cx<'_>, request: OffsetCommitRequest) -> OffsetCommitResponse {
     let group = request.group_id.to_string();
@@ -419,7 +391,14 @@ pub(crate) fn offset_commit(cx: &Cx<'_>, request: OffsetCommitRequest) -> Offset
         Some(code)
     } else {
         tick(&mut state, &group, Instant::now(), limits(cx.cluster));
-        validate_commit(&mut state, &request, cx.version).err()
+        let committer = Committer {
+            generation: request.generation_id_or_member_epoch,
+            member_id: request.member_id.as_str(),
+            instance_id: request.group_instance_id.as_deref(),
+            transactional: false,
+            version: cx.version,
+        };
+        state.groups.validate_commit(&group, &committer).err()
     };
     offsets::commit(&mut state, &request, group_error)
 }

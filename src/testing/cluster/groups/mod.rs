@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 
 use self::classic::{ClassicGroup, Limits};
@@ -42,6 +43,21 @@ use super::state::State;
 /// The longest a group's timer task sleeps before it looks again (deadlines may have moved
 /// closer since it went to sleep).
 const TIMER_NAP: Duration = Duration::from_millis(500);
+
+/// Who commits offsets into a group: what an `OffsetCommit` or a `TxnOffsetCommit` says of its
+/// sender.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Committer<'a> {
+    /// The classic generation or the KIP-848 member epoch; negative from outside the group.
+    pub(crate) generation: i32,
+    pub(crate) member_id: &'a str,
+    pub(crate) instance_id: Option<&'a str>,
+    /// A `TxnOffsetCommit`: no member needed in a non-empty group, no rebalance check, any
+    /// API version.
+    pub(crate) transactional: bool,
+    /// The API version of the request.
+    pub(crate) version: i16,
+}
 
 /// A group id's membership, by protocol.
 #[derive(Debug)]
@@ -86,6 +102,31 @@ impl Groups {
     /// The committed offset of `group` on `topic`/`partition`, if any.
     pub(crate) fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
         self.offsets.get(group, topic, partition).map(|c| c.offset)
+    }
+
+    /// Whether `group` takes a commit from `committer`, as Kafka's `validateOffsetCommit`
+    /// decides for `OffsetCommit` and (`transactional`) `TxnOffsetCommit`. A commit without
+    /// membership into an unknown group creates it (a "simple" group).
+    pub(crate) fn validate_commit(
+        &mut self,
+        group: &str,
+        committer: &Committer<'_>,
+    ) -> Result<(), ResponseError> {
+        match self.by_id.get(group) {
+            None if committer.generation < 0 => {
+                self.by_id.insert(
+                    group.to_owned(),
+                    Group::Classic(Box::new(ClassicGroup::new(group))),
+                );
+                Ok(())
+            }
+            None if !committer.transactional && committer.version >= 9 => {
+                Err(ResponseError::GroupIdNotFound)
+            }
+            None => Err(ResponseError::IllegalGeneration),
+            Some(Group::Classic(g)) => g.validate_commit(committer),
+            Some(Group::Consumer(g)) => g.validate_commit(committer),
+        }
     }
 
     fn classic_mut(&mut self, group: &str) -> Option<&mut ClassicGroup> {

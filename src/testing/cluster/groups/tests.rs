@@ -612,3 +612,41 @@ async fn edge_answers_match_kafka() {
     assert_eq!(again.member_epoch, joined.member_epoch);
     assert_eq!(assigned(&again), assigned(&joined));
 }
+
+#[tokio::test]
+async fn transactional_commits_are_checked_against_the_generation() {
+    let c = cluster(&ClusterOptions::default());
+    let shared = c.shared();
+    let group = "txn-commits";
+    let a = join_new(shared, group, &["range"]).await;
+    let committer = |generation, member_id| super::Committer {
+        generation,
+        member_id,
+        instance_id: None,
+        transactional: true,
+        version: 3,
+    };
+    let mut state = shared.state();
+    // Completing the rebalance does not stop a transactional commit.
+    assert_eq!(
+        state
+            .groups
+            .validate_commit(group, &committer(a.generation_id, &a.member_id)),
+        Ok(())
+    );
+    assert_eq!(
+        state
+            .groups
+            .validate_commit(group, &committer(a.generation_id + 7, &a.member_id)),
+        Err(ResponseError::IllegalGeneration)
+    );
+    // Without member fields (TxnOffsetCommit before v3) a non-empty group takes it.
+    assert_eq!(
+        state.groups.validate_commit(group, &committer(-1, "")),
+        Ok(())
+    );
+    assert_eq!(
+        state.groups.validate_commit("unknown", &committer(3, "m")),
+        Err(ResponseError::IllegalGeneration)
+    );
+}

@@ -10,6 +10,7 @@ use kafka_protocol::messages::{
 };
 use std::time::Duration;
 
+use super::super::groups::Committer;
 use super::super::server::Cx;
 use super::super::state::State;
 use super::{PendingOffset, Status, abort_expired, add, end_from_client, init, timeout};
@@ -265,8 +266,15 @@ fn stage_offsets(
     if txn.status != Status::Ongoing || !txn.groups.contains(group) {
         return Err(ResponseError::InvalidTxnState);
     }
-    // KIP-447: a member of another generation is refused. The groups module owns members and
-    // generations; until it offers a check, every member is taken as current.
+    // KIP-447: a member of another generation is refused.
+    let committer = Committer {
+        generation: request.generation_id,
+        member_id: request.member_id.as_str(),
+        instance_id: request.group_instance_id.as_deref(),
+        transactional: true,
+        version: 0,
+    };
+    state.groups.validate_commit(group, &committer)?;
     let Some(txn) = state.transactions.get_mut(id) else {
         return Err(ResponseError::UnknownServerError);
     };
