@@ -198,5 +198,7 @@ fn arm_timer(cluster: &Arc<Shared>, state: &mut State, group: &str) {
             tokio::time::sleep_until(at.min(Instant::now() + TIMER_NAP)).await;
         }
     });
+    // Forget the tasks that ended, so the map holds only running timers.
+    state.groups.timers.retain(|_, t| !t.is_finished());
     state.groups.timers.insert(group.to_owned(), task);
 }
