@@ -27,7 +27,44 @@ pub const QUIET: Duration = Duration::from_secs(2);
 
 /// The bootstrap servers of the cluster under test.
 pub fn url() -> String {
+    #[cfg(feature = "testing")]
+    if embedded_target() {
+        return embedded().bootstrap();
+    }
     std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "127.0.0.1:9092".to_owned())
+}
+
+/// Whether this run targets the embedded cluster (`KAFKA_TEST_TARGET=embedded`) instead of
+/// Kafka: the same tests, the same assertions, the embedded cluster reached through its
+/// in-memory addresses with the ordinary `connect`.
+pub fn embedded_target() -> bool {
+    match std::env::var("KAFKA_TEST_TARGET").as_deref() {
+        Err(_) | Ok("" | "kafka") => false,
+        Ok("embedded") => true,
+        Ok(other) => panic!("KAFKA_TEST_TARGET={other}: expected `kafka` or `embedded`"),
+    }
+}
+
+/// Whether this scenario runs on this target: on the embedded cluster a scenario it cannot
+/// reproduce (listed in `docs/embedded-cluster.md`) is reported and passes without running.
+pub fn unsupported_on_embedded(why: &str) -> bool {
+    if embedded_target() {
+        eprintln!("not run on the embedded cluster: {why}");
+        return true;
+    }
+    false
+}
+
+/// The embedded cluster every test of this binary shares.
+#[cfg(feature = "testing")]
+pub fn embedded() -> &'static ruststream_kafka::testing::EmbeddedCluster {
+    static CLUSTER: std::sync::OnceLock<ruststream_kafka::testing::EmbeddedCluster> =
+        std::sync::OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        ruststream_kafka::testing::EmbeddedCluster::new(
+            ruststream_kafka::testing::ClusterOptions::default(),
+        )
+    })
 }
 
 /// A name no other test or run uses.

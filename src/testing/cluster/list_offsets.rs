@@ -10,9 +10,6 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use crate::client::records::RecordBatches;
-
-use super::log::PartitionLog;
 use super::server::Cx;
 use super::topics::Partition;
 
@@ -21,9 +18,6 @@ const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
-
-/// The most a stored compressed batch may expand to while it is searched.
-const MAX_DECOMPRESSED: usize = 128 << 20;
 
 /// A found offset: the record's timestamp (-1 for positions), offset and leader epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +101,11 @@ fn lookup(
         offset,
         epoch,
     };
+    let found = |(offset, timestamp)| Found {
+        timestamp,
+        offset,
+        epoch,
+    };
     let fetchable = log.visible_end(read_committed);
     let below_fetchable =
         |found: Option<Found>| Ok(found.filter(|f| f.offset < fetchable).unwrap_or(NOT_FOUND));
@@ -116,56 +115,8 @@ fn lookup(
         EARLIEST_LOCAL if version >= 8 => Ok(position(log.log_start())),
         // Nothing is tiered: Kafka answers -1 when remote storage is not enabled.
         LATEST_TIERED if version >= 9 => Ok(NOT_FOUND),
-        MAX_TIMESTAMP if version >= 7 => below_fetchable(max_timestamp(log, epoch)),
+        MAX_TIMESTAMP if version >= 7 => below_fetchable(log.max_timestamp().map(found)),
         t if t < 0 => Err(ResponseError::UnsupportedVersion),
-        t => below_fetchable(first_at_or_after(log, t, epoch)),
+        t => below_fetchable(log.offset_for_timestamp(t).map(found)),
     }
-}
-
-/// The first record at or after `timestamp` (control records included, as Kafka's time index
-/// holds every batch).
-fn first_at_or_after(log: &PartitionLog, timestamp: i64, epoch: i32) -> Option<Found> {
-    log.batches_from(log.log_start())
-        .filter(|b| b.header.max_timestamp >= timestamp)
-        .find_map(|stored| {
-            records_of(&stored.bytes)
-                .into_iter()
-                .find(|(_, ts)| *ts >= timestamp)
-                .map(|(offset, ts)| Found {
-                    timestamp: ts,
-                    offset,
-                    epoch,
-                })
-        })
-}
-
-/// The first record holding the log's largest timestamp.
-fn max_timestamp(log: &PartitionLog, epoch: i32) -> Option<Found> {
-    let mut best: Option<&super::log::StoredBatch> = None;
-    for batch in log.batches_from(log.log_start()) {
-        if best.is_none_or(|b| batch.header.max_timestamp > b.header.max_timestamp) {
-            best = Some(batch);
-        }
-    }
-    let batch = best?;
-    let max = batch.header.max_timestamp;
-    records_of(&batch.bytes)
-        .into_iter()
-        .find(|(_, ts)| *ts == max)
-        .or(Some((batch.last_offset(), max)))
-        .map(|(offset, timestamp)| Found {
-            timestamp,
-            offset,
-            epoch,
-        })
-}
-
-/// Offsets and timestamps of a stored batch's records.
-fn records_of(bytes: &bytes::Bytes) -> Vec<(i64, i64)> {
-    RecordBatches::new(bytes.clone(), MAX_DECOMPRESSED)
-        .filter_map(Result::ok)
-        .filter_map(|batch| batch.records().ok())
-        .flatten()
-        .map(|r| (r.offset, r.timestamp))
-        .collect()
 }

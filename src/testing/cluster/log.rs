@@ -10,7 +10,10 @@ use std::collections::{BTreeMap, VecDeque};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::client::records::BatchHeader;
+use crate::client::records::{BatchHeader, RecordBatches};
+
+/// The most a stored compressed batch may expand to while its records are searched.
+const MAX_DECOMPRESSED: usize = 128 << 20;
 
 /// Size of a v2 batch header (base offset through record count).
 const HEADER_SIZE: usize = 61;
@@ -217,23 +220,35 @@ impl PartitionLog {
         self.batches.range(start..)
     }
 
-    /// The first offset whose batch has a timestamp at or after `timestamp`, with that
-    /// batch's largest timestamp; `None` when every record is older.
+    /// The offset and timestamp of the first record (not batch) at or after `timestamp`, as
+    /// Kafka's time index lookup finds it (transaction markers included); `None` when every
+    /// record is older.
     pub(crate) fn offset_for_timestamp(&self, timestamp: i64) -> Option<(i64, i64)> {
         self.batches
             .iter()
-            .filter(|b| !b.header.is_control())
-            .find(|b| b.header.max_timestamp >= timestamp)
-            .map(|b| (b.base_offset(), b.header.max_timestamp))
+            .filter(|b| b.header.max_timestamp >= timestamp)
+            .find_map(|b| {
+                record_times(&b.bytes)
+                    .into_iter()
+                    .find(|(_, ts)| *ts >= timestamp)
+            })
     }
 
-    /// The largest timestamp in the log and the offset of its batch.
+    /// The offset and timestamp of the first record holding the log's largest timestamp
+    /// (the earliest batch with it, markers included, as Kafka tracks it per segment).
     pub(crate) fn max_timestamp(&self) -> Option<(i64, i64)> {
-        self.batches
-            .iter()
-            .filter(|b| !b.header.is_control())
-            .max_by_key(|b| b.header.max_timestamp)
-            .map(|b| (b.last_offset(), b.header.max_timestamp))
+        let mut best: Option<&StoredBatch> = None;
+        for batch in &self.batches {
+            if best.is_none_or(|b| batch.header.max_timestamp > b.header.max_timestamp) {
+                best = Some(batch);
+            }
+        }
+        let batch = best?;
+        let max = batch.header.max_timestamp;
+        record_times(&batch.bytes)
+            .into_iter()
+            .find(|(_, ts)| *ts == max)
+            .or(Some((batch.last_offset(), max)))
     }
 
     /// Data records in `from..to` a reader of `isolation` is handed: control markers never,
@@ -313,6 +328,17 @@ impl PartitionLog {
         }
         self.log_start = offset;
     }
+}
+
+/// Offsets and timestamps of a stored batch's records (none when it cannot be decoded,
+/// which an appended batch always can).
+fn record_times(bytes: &Bytes) -> Vec<(i64, i64)> {
+    RecordBatches::new(bytes.clone(), MAX_DECOMPRESSED)
+        .filter_map(Result::ok)
+        .filter_map(|batch| batch.records().ok())
+        .flatten()
+        .map(|r| (r.offset, r.timestamp))
+        .collect()
 }
 
 /// A control batch holding one transaction marker (commit or abort), framed as Kafka frames

@@ -21,42 +21,78 @@ use super::server::Cx;
 use super::state::State;
 use super::topics::{Topic, valid_name};
 
-/// Topic configs `CreateTopics` accepts (Kafka's topic-level configs); any other name is
-/// refused with `INVALID_CONFIG`, as Kafka refuses unknown ones.
-const TOPIC_CONFIGS: &[&str] = &[
-    "cleanup.policy",
-    "compression.type",
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.zstd.level",
-    "delete.retention.ms",
-    "file.delete.delay.ms",
-    "flush.messages",
-    "flush.ms",
-    "follower.replication.throttled.replicas",
-    "index.interval.bytes",
-    "leader.replication.throttled.replicas",
-    "local.retention.bytes",
-    "local.retention.ms",
-    "max.compaction.lag.ms",
-    "max.message.bytes",
-    "message.downconversion.enable",
-    "message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.type",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "min.insync.replicas",
-    "preallocate",
-    "remote.storage.enable",
-    "retention.bytes",
-    "retention.ms",
-    "segment.bytes",
-    "segment.index.bytes",
-    "segment.jitter.ms",
-    "segment.ms",
-    "unclean.leader.election.enable",
+/// How a topic config's value is checked.
+#[derive(Clone, Copy)]
+enum Kind {
+    Long,
+    Int,
+    Double,
+    Bool,
+    /// One of these (a list of them for `cleanup.policy`).
+    OneOf(&'static [&'static str]),
+    /// Anything (replica lists and the like).
+    Text,
+}
+
+/// Topic configs `CreateTopics` accepts (Kafka's topic-level configs) with their types; any
+/// other name, or a value that does not parse as its type, is refused with `INVALID_CONFIG`
+/// as Kafka refuses it.
+const TOPIC_CONFIGS: &[(&str, Kind)] = &[
+    ("cleanup.policy", Kind::OneOf(&["delete", "compact"])),
+    (
+        "compression.type",
+        Kind::OneOf(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]),
+    ),
+    ("compression.gzip.level", Kind::Int),
+    ("compression.lz4.level", Kind::Int),
+    ("compression.zstd.level", Kind::Int),
+    ("delete.retention.ms", Kind::Long),
+    ("file.delete.delay.ms", Kind::Long),
+    ("flush.messages", Kind::Long),
+    ("flush.ms", Kind::Long),
+    ("follower.replication.throttled.replicas", Kind::Text),
+    ("index.interval.bytes", Kind::Int),
+    ("leader.replication.throttled.replicas", Kind::Text),
+    ("local.retention.bytes", Kind::Long),
+    ("local.retention.ms", Kind::Long),
+    ("max.compaction.lag.ms", Kind::Long),
+    ("max.message.bytes", Kind::Int),
+    ("message.downconversion.enable", Kind::Bool),
+    ("message.timestamp.after.max.ms", Kind::Long),
+    ("message.timestamp.before.max.ms", Kind::Long),
+    (
+        "message.timestamp.type",
+        Kind::OneOf(&["CreateTime", "LogAppendTime"]),
+    ),
+    ("min.cleanable.dirty.ratio", Kind::Double),
+    ("min.compaction.lag.ms", Kind::Long),
+    ("min.insync.replicas", Kind::Int),
+    ("preallocate", Kind::Bool),
+    ("remote.storage.enable", Kind::Bool),
+    ("retention.bytes", Kind::Long),
+    ("retention.ms", Kind::Long),
+    ("segment.bytes", Kind::Int),
+    ("segment.index.bytes", Kind::Int),
+    ("segment.jitter.ms", Kind::Long),
+    ("segment.ms", Kind::Long),
+    ("unclean.leader.election.enable", Kind::Bool),
 ];
+
+impl Kind {
+    fn accepts(self, value: &str) -> bool {
+        let value = value.trim();
+        match self {
+            Kind::Long => value.parse::<i64>().is_ok(),
+            Kind::Int => value.parse::<i32>().is_ok(),
+            Kind::Double => value.parse::<f64>().is_ok(),
+            Kind::Bool => value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("false"),
+            Kind::OneOf(allowed) => value
+                .split(',')
+                .all(|v| allowed.iter().any(|a| a.eq_ignore_ascii_case(v.trim()))),
+            Kind::Text => true,
+        }
+    }
+}
 
 /// `DYNAMIC_TOPIC_CONFIG`, the source of a config set on the topic.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
@@ -363,18 +399,24 @@ fn topic_configs(
     let mut configs = BTreeMap::new();
     for config in &wanted.configs {
         let key = config.name.as_str();
-        if !TOPIC_CONFIGS.contains(&key) {
+        let Some((_, kind)) = TOPIC_CONFIGS.iter().find(|(name, _)| *name == key) else {
             return Err((
                 ResponseError::InvalidConfig,
                 format!("Unknown topic config name: {key}"),
             ));
-        }
+        };
         let Some(value) = &config.value else {
             return Err((
                 ResponseError::InvalidConfig,
                 format!("Null value not supported for topic configs: {key}"),
             ));
         };
+        if !kind.accepts(value.as_str()) {
+            return Err((
+                ResponseError::InvalidConfig,
+                format!("Invalid value {} for configuration {key}", value.as_str()),
+            ));
+        }
         configs.insert(key.to_owned(), value.as_str().to_owned());
     }
     Ok(configs)

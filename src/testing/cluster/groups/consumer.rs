@@ -694,6 +694,10 @@ impl ConsumerGroup {
             return Err(ResponseError::UnsupportedVersion);
         }
         if committer.generation != member.epoch {
+            // A transaction's commit hears of it as a classic member would.
+            if committer.transactional {
+                return Err(ResponseError::IllegalGeneration);
+            }
             return Err(ResponseError::StaleMemberEpoch);
         }
         Ok(())

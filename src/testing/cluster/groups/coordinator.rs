@@ -37,7 +37,9 @@ pub(crate) fn coordinator_of(key: &str, nodes: u16) -> i32 {
 
 /// Whether the node `cx` reached coordinates `key`.
 pub(crate) fn is_coordinator(cx: &Cx<'_>, key: &str) -> bool {
-    coordinator_of(key, cx.cluster.options.nodes) == cx.node
+    crate::testing::faults::coordinator_override(cx.cluster, KEY_TYPE_GROUP, key)
+        .unwrap_or_else(|| coordinator_of(key, cx.cluster.options.nodes))
+        == cx.node
 }
 
 /// `FindCoordinator` v1-4: one key (v1-3) or a batch of keys (v4), groups or transactional ids.
@@ -69,7 +71,12 @@ pub(crate) fn find_coordinator(
                 .with_port(-1)
                 .with_error_code(ResponseError::InvalidRequest.code());
         }
-        let node = coordinator_of(key.as_str(), cx.cluster.options.nodes);
+        let node = crate::testing::faults::coordinator_override(
+            cx.cluster,
+            request.key_type,
+            key.as_str(),
+        )
+        .unwrap_or_else(|| coordinator_of(key.as_str(), cx.cluster.options.nodes));
         let (host, port) = cx.cluster.advertised(cx.listener, node);
         Coordinator::default()
             .with_key(key.clone())

@@ -76,6 +76,28 @@ pub(crate) struct Groups {
 }
 
 impl Groups {
+    /// KIP-447: whether a `TxnOffsetCommit` naming `member_id` / `instance` at `generation`
+    /// (a member epoch for a consumer group) comes from the group's current member, as Kafka's
+    /// `validateOffsetCommit` with `isTransactional` decides: an anonymous commit
+    /// (generation -1, no member) is taken, a rebalance in progress does not refuse it, and a
+    /// consumer group's stale epoch is `ILLEGAL_GENERATION`.
+    pub(crate) fn validate_txn_commit(
+        &mut self,
+        group: &str,
+        member_id: &str,
+        instance: Option<&str>,
+        generation: i32,
+    ) -> Result<(), ResponseError> {
+        let committer = Committer {
+            generation,
+            member_id,
+            instance_id: instance,
+            transactional: true,
+            version: 0,
+        };
+        self.validate_commit(group, &committer)
+    }
+
     /// Commits `offset` (the next offset to read) for `group` on `topic`/`partition`, as an
     /// `OffsetCommit` or a committed transaction does. The group need not have members.
     pub(crate) fn commit(

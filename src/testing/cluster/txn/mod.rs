@@ -58,9 +58,9 @@ struct Txn {
     groups: BTreeSet<String>,
     offsets: Vec<PendingOffset>,
     started: Instant,
-    /// Counts the transactions begun, so a timer can tell whether its transaction is still
-    /// the open one.
-    serial: u64,
+    /// Whether a timer task watches this id's transactions (one per id, however many
+    /// transactions it runs).
+    timer: bool,
 }
 
 /// Every transactional id the cluster knows.
@@ -184,7 +184,7 @@ fn init(
                 groups: BTreeSet::new(),
                 offsets: Vec::new(),
                 started: Instant::now(),
-                serial: 0,
+                timer: false,
             },
         );
     }
@@ -245,7 +245,7 @@ fn init(
 }
 
 /// Adds partitions and groups to `id`'s transaction (`AddPartitionsToTxn`, `AddOffsetsToTxn`);
-/// returns the transaction's serial and deadline when this began it (its timeout starts now).
+/// returns the transaction's deadline when this began it (its timeout starts now).
 fn add(
     state: &mut State,
     id: &str,
@@ -253,17 +253,16 @@ fn add(
     epoch: i16,
     partitions: &[(String, i32)],
     group: Option<&str>,
-) -> Result<Option<(u64, Instant)>, ResponseError> {
+) -> Result<Option<Instant>, ResponseError> {
     let txn = state.transactions.held(id, producer_id, epoch)?;
     let mut began = None;
     if txn.status != Status::Ongoing {
         txn.status = Status::Ongoing;
         txn.started = Instant::now();
-        txn.serial += 1;
         txn.partitions.clear();
         txn.groups.clear();
         txn.offsets.clear();
-        began = Some((txn.serial, txn.started + txn.timeout));
+        began = Some(txn.started + txn.timeout);
     }
     txn.partitions.extend(partitions.iter().cloned());
     if let Some(group) = group {

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
 };
 use std::time::Duration;
 
-use super::super::groups::Committer;
+use super::super::groups::coordinator::coordinator_of;
 use super::super::server::Cx;
 use super::super::state::State;
 use super::{PendingOffset, Status, abort_expired, add, end_from_client, init, timeout};
@@ -23,9 +23,12 @@ type PartitionOutcome = Box<dyn Fn(&str, i32) -> i16>;
 const GROUP_KEY: i8 = 0;
 const TRANSACTION_KEY: i8 = 1;
 
-/// Whether a fault moved the coordinator of `key` away from this node.
+/// Whether this node does not coordinate `key`: Kafka's placement (the key's hash over the
+/// coordination partitions), or where a fault moved it.
 fn moved(cx: &Cx<'_>, key_type: i8, key: &str) -> bool {
-    faults::coordinator_override(cx.cluster, key_type, key).is_some_and(|node| node != cx.node)
+    let node = faults::coordinator_override(cx.cluster, key_type, key)
+        .unwrap_or_else(|| coordinator_of(key, cx.cluster.options.nodes));
+    node != cx.node
 }
 
 /// `PRODUCER_FENCED` arrived with KIP-588; older request versions get `INVALID_PRODUCER_EPOCH`,
@@ -128,22 +131,21 @@ pub(crate) fn add_partitions(
     } else if moved(cx, TRANSACTION_KEY, &id) {
         Box::new(|_, _| ResponseError::NotCoordinator.code())
     } else {
-        let (unknown, result, began) = with_state(cx, |state| {
+        let (unknown, result) = with_state(cx, |state| {
             let unknown: Vec<(String, i32)> = wanted
                 .iter()
                 .filter(|(t, p)| state.topics.partition(t, *p).is_none())
                 .cloned()
                 .collect();
             if !unknown.is_empty() {
-                return ((unknown, Ok(()), None), false);
+                return ((unknown, Ok(())), false);
             }
             let result = add(state, &id, producer_id, epoch, &wanted, None);
-            let began = result.as_ref().ok().copied().flatten();
-            ((unknown, result.map(|_| ()), began), false)
+            if let Ok(Some(deadline)) = result {
+                timeout::watch(cx.cluster, state, &id, deadline);
+            }
+            ((unknown, result.map(|_| ())), false)
         });
-        if let Some((serial, deadline)) = began {
-            timeout::arm(cx.cluster, &id, serial, deadline);
-        }
         if unknown.is_empty() {
             let c = code(result.map_err(|e| fenced_for(cx.version, 2, e)));
             Box::new(move |_, _| c)
@@ -171,7 +173,7 @@ pub(crate) fn add_offsets(cx: &Cx<'_>, request: AddOffsetsToTxnRequest) -> AddOf
     } else if moved(cx, TRANSACTION_KEY, &id) {
         Err(ResponseError::NotCoordinator)
     } else {
-        let (result, began) = with_state(cx, |state| {
+        with_state(cx, |state| {
             let result = add(
                 state,
                 &id,
@@ -180,13 +182,11 @@ pub(crate) fn add_offsets(cx: &Cx<'_>, request: AddOffsetsToTxnRequest) -> AddOf
                 &[],
                 Some(&group),
             );
-            let began = result.as_ref().ok().copied().flatten();
-            ((result.map(|_| ()), began), false)
-        });
-        if let Some((serial, deadline)) = began {
-            timeout::arm(cx.cluster, &id, serial, deadline);
-        }
-        result
+            if let Ok(Some(deadline)) = result {
+                timeout::watch(cx.cluster, state, &id, deadline);
+            }
+            (result.map(|_| ()), false)
+        })
     };
     AddOffsetsToTxnResponse::default()
         .with_error_code(code(result.map_err(|e| fenced_for(cx.version, 2, e))))
@@ -266,15 +266,12 @@ fn stage_offsets(
     if txn.status != Status::Ongoing || !txn.groups.contains(group) {
         return Err(ResponseError::InvalidTxnState);
     }
-    // KIP-447: a member of another generation is refused.
-    let committer = Committer {
-        generation: request.generation_id,
-        member_id: request.member_id.as_str(),
-        instance_id: request.group_instance_id.as_deref(),
-        transactional: true,
-        version: 0,
-    };
-    state.groups.validate_commit(group, &committer)?;
+    state.groups.validate_txn_commit(
+        group,
+        request.member_id.as_str(),
+        request.group_instance_id.as_deref(),
+        request.generation_id,
+    )?;
     let Some(txn) = state.transactions.get_mut(id) else {
         return Err(ResponseError::UnknownServerError);
     };

@@ -378,3 +378,24 @@ async fn the_coordinator_aborts_a_transaction_past_its_timeout() {
     let (e, same, next) = init_id(shared, "a", 1_000);
     assert_eq!((e, same, next), (0, pid, epoch + 2));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_timer_follows_the_next_transactions_of_the_id() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "a", 1_000);
+    assert_eq!(add_partition(shared, "a", pid, epoch, 0), 0);
+    produce(shared, pid, epoch, 0).expect("appended");
+    assert_eq!(end_txn(shared, 3, "a", pid, epoch, true), 0);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    // The second transaction begins before the first one's deadline and keeps its own.
+    assert_eq!(add_partition(shared, "a", pid, epoch, 0), 0);
+    produce(shared, pid, epoch, 0).expect("appended");
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(stable(shared, 0), 2, "still open at 1.5 s");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(stable(shared, 0), 4, "aborted at its own deadline");
+    assert!(!shared.state().transactions.get("a").expect("known").timer);
+}
