@@ -22,6 +22,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
+use super::Committer;
+
 /// The state of a classic group, named as `DescribeGroups` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -505,7 +507,6 @@ impl ClassicGroup {
         let Some(index) = self.members.iter().position(|(id, _)| id == old_id) else {
             return Reply::Now(join_error(ResponseError::UnknownMemberId, ""));
         };
-        let same = self.members[index].1.same_protocols(&args.protocols);
         let ticket = self.ticket();
         {
             let (id, member) = &mut self.members[index];
@@ -529,9 +530,10 @@ impl ClassicGroup {
             self.pending_sync.insert(new_id.to_owned());
         }
         match self.phase {
-            Phase::Stable if same && self.select_protocol() == self.protocol_name => {
-                // Nothing the group agreed on changes: no rebalance. A returning leader is
-                // told it leads but that the assignment stands (KIP-814).
+            Phase::Stable if self.select_protocol() == self.protocol_name => {
+                // The protocol the group agreed on stays: no rebalance, even when the
+                // member's metadata changed (Kafka only compares the selected protocol). A
+                // returning leader is told it leads but that the assignment stands (KIP-814).
                 let is_leader = self.leader.as_deref() == Some(new_id);
                 let reply = self
                     .generation_reply(new_id, is_leader)
@@ -922,24 +924,20 @@ impl ClassicGroup {
     }
 
     /// Offset commit checks of Kafka's `ClassicGroup.validateOffsetCommit`.
-    pub(super) fn validate_commit(
-        &self,
-        generation: i32,
-        member_id: &str,
-        instance: Option<&str>,
-    ) -> Result<(), ResponseError> {
+    pub(super) fn validate_commit(&self, committer: &Committer<'_>) -> Result<(), ResponseError> {
+        let generation = committer.generation;
         if generation < 0 && self.phase == Phase::Empty {
             return Ok(());
         }
-        if generation >= 0 || !member_id.is_empty() || instance.is_some() {
-            self.validate_member(member_id, instance)?;
+        if generation >= 0 || !committer.member_id.is_empty() || committer.instance_id.is_some() {
+            self.validate_member(committer.member_id, committer.instance_id)?;
             if generation != self.generation {
                 return Err(ResponseError::IllegalGeneration);
             }
-        } else if self.phase != Phase::Empty {
+        } else if !committer.transactional && self.phase != Phase::Empty {
             return Err(ResponseError::UnknownMemberId);
         }
-        if self.phase == Phase::CompletingRebalance {
+        if !committer.transactional && self.phase == Phase::CompletingRebalance {
             return Err(ResponseError::RebalanceInProgress);
         }
         Ok(())

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::super::topics::Topics;
+use super::Committer;
 use super::assignor::{self, Assignment, Subscriber};
 
 /// `group.consumer.session.timeout.ms` (Kafka's default).
@@ -69,6 +70,7 @@ pub(super) struct ConsumerGroup {
 
 /// What a heartbeat needs besides the request.
 pub(super) struct Beat<'a> {
+    pub(super) group: &'a str,
     pub(super) now: Instant,
     pub(super) version: i16,
     pub(super) topics: &'a Topics,
@@ -121,7 +123,8 @@ pub(super) fn validate(
             let regex = version >= 1 && request.subscribed_topic_regex.is_some();
             if !names && !regex {
                 return invalid(
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when \
+                     (re-)joining.",
                 );
             }
         }
@@ -250,33 +253,7 @@ impl ConsumerGroup {
             let member = self.join(beat, &member_id, instance)?;
             bump |= member;
         } else {
-            let Some(member) = self.members.get(&member_id) else {
-                return Err((
-                    ResponseError::UnknownMemberId,
-                    format!("Member {member_id} is not a member of the group."),
-                ));
-            };
-            if member.instance_id.as_deref() != instance {
-                return Err((
-                    ResponseError::FencedInstanceId,
-                    format!("Static member {member_id} was fenced by a newer member."),
-                ));
-            }
-            if epoch > member.epoch
-                || (epoch < member.epoch
-                    && (epoch != member.previous_epoch
-                        || !is_subset(owned.as_ref(), &member.assigned)))
-            {
-                return Err((
-                    ResponseError::FencedMemberEpoch,
-                    format!(
-                        "The consumer group member has a different member epoch ({epoch}) than \
-                         the one known by the group coordinator ({}). The member must abandon \
-                         all its partitions and rejoin.",
-                        member.epoch
-                    ),
-                ));
-            }
+            self.check_known(beat, &member_id, instance, epoch, owned.as_ref())?;
         }
         let Some(member) = self.members.get_mut(&member_id) else {
             return Err((
@@ -336,6 +313,71 @@ impl ConsumerGroup {
             .with_assignment((full || changed).then(|| wire(&member.assigned))))
     }
 
+    /// A heartbeat of a member already in the group: its instance id and epoch must match
+    /// what the group knows (Kafka's `throwIfMemberEpochIsInvalid` and instance checks).
+    fn check_known(
+        &self,
+        beat: &Beat<'_>,
+        member_id: &str,
+        instance: Option<&str>,
+        epoch: i32,
+        owned: Option<&Assignment>,
+    ) -> Result<(), (ResponseError, String)> {
+        if let Some(instance) = instance {
+            // A static member is known by its instance id first.
+            match self.static_member(instance) {
+                None => {
+                    return Err((
+                        ResponseError::UnknownMemberId,
+                        format!("Instance id {instance} is unknown."),
+                    ));
+                }
+                Some(holder) if holder != member_id => {
+                    return Err((
+                        ResponseError::FencedInstanceId,
+                        format!("Static member {member_id} was fenced by member {holder}."),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let Some(member) = self.members.get(member_id) else {
+            return Err((
+                ResponseError::UnknownMemberId,
+                format!(
+                    "Member {member_id} is not a member of group {}.",
+                    beat.group
+                ),
+            ));
+        };
+        if member.instance_id.as_deref() != instance {
+            return Err((
+                ResponseError::FencedInstanceId,
+                format!("Static member {member_id} was fenced by a newer member."),
+            ));
+        }
+        if epoch > member.epoch
+            || (epoch < member.epoch
+                && (epoch != member.previous_epoch || !is_subset(owned, &member.assigned)))
+        {
+            return Err((
+                ResponseError::FencedMemberEpoch,
+                format!(
+                    "The consumer group member has a {} member epoch ({epoch}) than the one \
+                     known by the group coordinator ({}). The member must abandon all its \
+                     partitions and rejoin.",
+                    if epoch > member.epoch {
+                        "greater"
+                    } else {
+                        "smaller"
+                    },
+                    member.epoch
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// A member joins (epoch 0). Returns whether the group epoch must go up.
     fn join(
         &mut self,
@@ -385,7 +427,11 @@ impl ConsumerGroup {
                 return Ok(false);
             }
         }
-        // A member rejoining with epoch 0 has given up everything: it starts over.
+        if self.members.contains_key(member_id) {
+            // A known member joining again carries on as it was (Kafka keeps its epoch and
+            // assignment and answers with the whole assignment).
+            return Ok(false);
+        }
         self.members.insert(member_id.to_owned(), fresh);
         Ok(true)
     }
@@ -417,7 +463,10 @@ impl ConsumerGroup {
             None => {
                 return Err((
                     ResponseError::UnknownMemberId,
-                    format!("Member {member_id} is not a member of the group."),
+                    format!(
+                        "Member {member_id} is not a member of group {}.",
+                        beat.group
+                    ),
                 ));
             }
         };
@@ -633,23 +682,22 @@ impl ConsumerGroup {
     }
 
     /// Offset commit checks of Kafka's `ConsumerGroup.validateOffsetCommit`.
-    pub(super) fn validate_commit(
-        &self,
-        epoch: i32,
-        member_id: &str,
-        version: i16,
-    ) -> Result<(), ResponseError> {
-        if epoch < 0 && self.members.is_empty() {
+    pub(super) fn validate_commit(&self, committer: &Committer<'_>) -> Result<(), ResponseError> {
+        if committer.generation < 0 && self.members.is_empty() {
             return Ok(());
         }
         let member = self
             .members
-            .get(member_id)
+            .get(committer.member_id)
             .ok_or(ResponseError::UnknownMemberId)?;
-        if version < 9 {
+        if !committer.transactional && committer.version < 9 {
             return Err(ResponseError::UnsupportedVersion);
         }
-        if epoch != member.epoch {
+        if committer.generation != member.epoch {
+            // A transaction's commit hears of it as a classic member would.
+            if committer.transactional {
+                return Err(ResponseError::IllegalGeneration);
+            }
             return Err(ResponseError::StaleMemberEpoch);
         }
         Ok(())

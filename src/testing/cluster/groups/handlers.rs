@@ -26,11 +26,13 @@ use super::super::server::Cx;
 use super::super::state::State;
 use super::classic::{ClassicGroup, JoinArgs, Reply};
 use super::consumer::{self, ConsumerGroup};
-use super::{Group, TIMER_NAP, arm_timer, coordinator, limits, next_deadline, offsets, tick};
+use super::{
+    Committer, Group, TIMER_NAP, arm_timer, coordinator, limits, next_deadline, offsets, tick,
+};
 
-/// `DescribeGroups`' `authorized_operations` of a group without an authorizer: READ, DELETE
-/// and DESCRIBE.
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+/// `DescribeGroups`' `authorized_operations` of a group without an authorizer: `READ`,
+/// `DELETE`, `DESCRIBE`, `DESCRIBE_CONFIGS` and `ALTER_CONFIGS`, as Kafka 4.1 reports them.
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
 /// What Kafka reports as the client host of members; connections here have no peer address
 /// worth naming.
 const CLIENT_HOST: &str = "/127.0.0.1";
@@ -194,6 +196,11 @@ async fn wait_for<T>(
 
 /// `SyncGroup` v3-5.
 pub(crate) async fn sync(cx: &Cx<'_>, request: SyncGroupRequest) -> SyncGroupResponse {
+    if cx.version >= 5 && (request.protocol_type.is_none() || request.protocol_name.is_none()) {
+        // From v5 both are mandatory; Kafka refuses before the coordinator sees the request.
+        return SyncGroupResponse::default()
+            .with_error_code(ResponseError::InconsistentGroupProtocol.code());
+    }
     let group = request.group_id.to_string();
     if let Err(code) = check_group(cx, &group) {
         return SyncGroupResponse::default().with_error_code(code.code());
@@ -257,12 +264,20 @@ pub(crate) fn leave(cx: &Cx<'_>, request: LeaveGroupRequest) -> LeaveGroupRespon
         members
     };
     cx.cluster.changed.notify_waiters();
-    match members {
-        Some(members) => LeaveGroupResponse::default().with_members(members),
-        None => {
-            LeaveGroupResponse::default().with_error_code(ResponseError::UnknownMemberId.code())
-        }
-    }
+    // A group that does not exist knows none of the members.
+    let members = members.unwrap_or_else(|| {
+        request
+            .members
+            .iter()
+            .map(|m| {
+                MemberResponse::default()
+                    .with_member_id(m.member_id.clone())
+                    .with_group_instance_id(m.group_instance_id.clone())
+                    .with_error_code(ResponseError::UnknownMemberId.code())
+            })
+            .collect()
+    });
+    LeaveGroupResponse::default().with_members(members)
 }
 
 /// `DescribeGroups` v0-5. A group that does not exist, or is not a classic group, is `Dead`
@@ -341,6 +356,7 @@ pub(crate) fn consumer_heartbeat(
                 match groups.by_id.get_mut(&group) {
                     Some(Group::Consumer(g)) => {
                         let beat = consumer::Beat {
+                            group: &group,
                             now,
                             version: cx.version,
                             topics,
@@ -348,6 +364,11 @@ pub(crate) fn consumer_heartbeat(
                         };
                         g.heartbeat(&beat, &request)
                     }
+                    // Kafka words it differently for a leave.
+                    _ if request.member_epoch < 0 => consumer::refusal(
+                        ResponseError::GroupIdNotFound,
+                        format!("Group {group} not found."),
+                    ),
                     _ => consumer::refusal(
                         ResponseError::GroupIdNotFound,
                         format!("Consumer group {group} not found."),
@@ -362,36 +383,6 @@ pub(crate) fn consumer_heartbeat(
     response
 }
 
-/// Whether `group` may take a commit from this member, as Kafka's `validateOffsetCommit`
-/// decides; a commit without membership into an unknown group creates it (a "simple" group).
-fn validate_commit(
-    state: &mut State,
-    request: &OffsetCommitRequest,
-    version: i16,
-) -> Result<(), ResponseError> {
-    let group = request.group_id.as_str();
-    let generation = request.generation_id_or_member_epoch;
-    match state.groups.by_id.get(group) {
-        None if generation < 0 => {
-            state.groups.by_id.insert(
-                group.to_owned(),
-                Group::Classic(Box::new(ClassicGroup::new(group))),
-            );
-            Ok(())
-        }
-        None if version >= 9 => Err(ResponseError::GroupIdNotFound),
-        None => Err(ResponseError::IllegalGeneration),
-        Some(Group::Classic(g)) => g.validate_commit(
-            generation,
-            request.member_id.as_str(),
-            request.group_instance_id.as_deref(),
-        ),
-        Some(Group::Consumer(g)) => {
-            g.validate_commit(generation, request.member_id.as_str(), version)
-        }
-    }
-}
-
 /// `OffsetCommit` v2-9.
 pub(crate) fn offset_commit(cx: &Cx<'_>, request: OffsetCommitRequest) -> OffsetCommitResponse {
     let group = request.group_id.to_string();
@@ -400,7 +391,14 @@ pub(crate) fn offset_commit(cx: &Cx<'_>, request: OffsetCommitRequest) -> Offset
         Some(code)
     } else {
         tick(&mut state, &group, Instant::now(), limits(cx.cluster));
-        validate_commit(&mut state, &request, cx.version).err()
+        let committer = Committer {
+            generation: request.generation_id_or_member_epoch,
+            member_id: request.member_id.as_str(),
+            instance_id: request.group_instance_id.as_deref(),
+            transactional: false,
+            version: cx.version,
+        };
+        state.groups.validate_commit(&group, &committer).err()
     };
     offsets::commit(&mut state, &request, group_error)
 }

@@ -44,6 +44,21 @@ use super::state::State;
 /// closer since it went to sleep).
 const TIMER_NAP: Duration = Duration::from_millis(500);
 
+/// Who commits offsets into a group: what an `OffsetCommit` or a `TxnOffsetCommit` says of its
+/// sender.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Committer<'a> {
+    /// The classic generation or the KIP-848 member epoch; negative from outside the group.
+    pub(crate) generation: i32,
+    pub(crate) member_id: &'a str,
+    pub(crate) instance_id: Option<&'a str>,
+    /// A `TxnOffsetCommit`: no member needed in a non-empty group, no rebalance check, any
+    /// API version.
+    pub(crate) transactional: bool,
+    /// The API version of the request.
+    pub(crate) version: i16,
+}
+
 /// A group id's membership, by protocol.
 #[derive(Debug)]
 enum Group {
@@ -67,26 +82,20 @@ impl Groups {
     /// (generation -1, no member) is taken, a rebalance in progress does not refuse it, and a
     /// consumer group's stale epoch is `ILLEGAL_GENERATION`.
     pub(crate) fn validate_txn_commit(
-        &self,
+        &mut self,
         group: &str,
         member_id: &str,
         instance: Option<&str>,
         generation: i32,
     ) -> Result<(), ResponseError> {
-        let anonymous = generation < 0 && member_id.is_empty() && instance.is_none();
-        match self.by_id.get(group) {
-            None if generation < 0 => Ok(()),
-            None => Err(ResponseError::IllegalGeneration),
-            Some(Group::Classic(_)) if anonymous => Ok(()),
-            Some(Group::Classic(g)) => match g.validate_commit(generation, member_id, instance) {
-                Err(ResponseError::RebalanceInProgress) => Ok(()),
-                other => other,
-            },
-            Some(Group::Consumer(g)) => match g.validate_commit(generation, member_id, 9) {
-                Err(ResponseError::StaleMemberEpoch) => Err(ResponseError::IllegalGeneration),
-                other => other,
-            },
-        }
+        let committer = Committer {
+            generation,
+            member_id,
+            instance_id: instance,
+            transactional: true,
+            version: 0,
+        };
+        self.validate_commit(group, &committer)
     }
 
     /// Commits `offset` (the next offset to read) for `group` on `topic`/`partition`, as an
@@ -115,6 +124,31 @@ impl Groups {
     /// The committed offset of `group` on `topic`/`partition`, if any.
     pub(crate) fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
         self.offsets.get(group, topic, partition).map(|c| c.offset)
+    }
+
+    /// Whether `group` takes a commit from `committer`, as Kafka's `validateOffsetCommit`
+    /// decides for `OffsetCommit` and (`transactional`) `TxnOffsetCommit`. A commit without
+    /// membership into an unknown group creates it (a "simple" group).
+    pub(crate) fn validate_commit(
+        &mut self,
+        group: &str,
+        committer: &Committer<'_>,
+    ) -> Result<(), ResponseError> {
+        match self.by_id.get(group) {
+            None if committer.generation < 0 => {
+                self.by_id.insert(
+                    group.to_owned(),
+                    Group::Classic(Box::new(ClassicGroup::new(group))),
+                );
+                Ok(())
+            }
+            None if !committer.transactional && committer.version >= 9 => {
+                Err(ResponseError::GroupIdNotFound)
+            }
+            None => Err(ResponseError::IllegalGeneration),
+            Some(Group::Classic(g)) => g.validate_commit(committer),
+            Some(Group::Consumer(g)) => g.validate_commit(committer),
+        }
     }
 
     fn classic_mut(&mut self, group: &str) -> Option<&mut ClassicGroup> {
@@ -186,5 +220,7 @@ fn arm_timer(cluster: &Arc<Shared>, state: &mut State, group: &str) {
             tokio::time::sleep_until(at.min(Instant::now() + TIMER_NAP)).await;
         }
     });
+    // Forget the tasks that ended, so the map holds only running timers.
+    state.groups.timers.retain(|_, t| !t.is_finished());
     state.groups.timers.insert(group.to_owned(), task);
 }

@@ -68,12 +68,14 @@ pub(super) fn commit(
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
         let name = topic.name.as_str();
-        let exists = state.topics.by_name.contains_key(name);
+        let partition_count = state.topics.by_name.get(name).map(|t| t.partitions.len());
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let metadata = p.committed_metadata.as_deref().unwrap_or_default();
+            let exists = usize::try_from(p.partition_index)
+                .is_ok_and(|i| partition_count.is_some_and(|n| i < n));
             let code = if !exists {
-                // Kafka checks the topic exists before the coordinator sees the commit.
+                // Kafka checks the partition exists before the coordinator sees the commit.
                 Some(ResponseError::UnknownTopicOrPartition)
             } else if let Some(code) = group_error {
                 Some(code)

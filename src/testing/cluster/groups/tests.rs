@@ -565,3 +565,88 @@ fn kip848_static_members_and_patterns() {
     assert_eq!(back.member_epoch, grown.member_epoch);
     assert_eq!(assigned(&back).map(|p| p.len()), Some(5));
 }
+
+#[tokio::test]
+async fn edge_answers_match_kafka() {
+    let c = cluster(&ClusterOptions::default());
+    let shared = c.shared();
+    let group = "edges";
+    topic(shared, "e", 2);
+    // A partition the topic does not have.
+    let mut request = commit(group, -1, "", "e", 0, "");
+    request.topics[0].partitions[0].partition_index = 9;
+    let refused = super::offset_commit(&cx(shared, group, 9), request);
+    assert_eq!(
+        refused.topics[0].partitions[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    // SyncGroup v5 without protocol type and name.
+    let bare = SyncGroupRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(s("m"));
+    let refused = super::sync(&cx(shared, group, 5), bare).await;
+    assert_eq!(
+        refused.error_code,
+        ResponseError::InconsistentGroupProtocol.code()
+    );
+    // Leaving a group that does not exist: each member is unknown.
+    let left = super::leave(
+        &cx(shared, "no-group", 5),
+        LeaveGroupRequest::default()
+            .with_group_id(GroupId(s("no-group")))
+            .with_members(vec![MemberIdentity::default().with_member_id(s("m"))]),
+    );
+    assert_eq!(left.error_code, 0);
+    assert_eq!(
+        left.members[0].error_code,
+        ResponseError::UnknownMemberId.code()
+    );
+    // A KIP-848 heartbeat naming an instance id the group does not know.
+    let hb = |r| super::consumer_heartbeat(&cx(shared, group, 1), r);
+    let joined = hb(beat(group, "m", 0).with_subscribed_topic_names(Some(vec![TopicName(s("e"))])));
+    assert_eq!(joined.error_code, 0);
+    let unknown = hb(beat(group, "m", joined.member_epoch).with_instance_id(Some(s("other"))));
+    assert_eq!(unknown.error_code, ResponseError::UnknownMemberId.code());
+    // Joining again with epoch 0 carries on.
+    let again = hb(beat(group, "m", 0).with_subscribed_topic_names(Some(vec![TopicName(s("e"))])));
+    assert_eq!(again.member_epoch, joined.member_epoch);
+    assert_eq!(assigned(&again), assigned(&joined));
+}
+
+#[tokio::test]
+async fn transactional_commits_are_checked_against_the_generation() {
+    let c = cluster(&ClusterOptions::default());
+    let shared = c.shared();
+    let group = "txn-commits";
+    let a = join_new(shared, group, &["range"]).await;
+    let committer = |generation, member_id| super::Committer {
+        generation,
+        member_id,
+        instance_id: None,
+        transactional: true,
+        version: 3,
+    };
+    let mut state = shared.state();
+    // Completing the rebalance does not stop a transactional commit.
+    assert_eq!(
+        state
+            .groups
+            .validate_commit(group, &committer(a.generation_id, &a.member_id)),
+        Ok(())
+    );
+    assert_eq!(
+        state
+            .groups
+            .validate_commit(group, &committer(a.generation_id + 7, &a.member_id)),
+        Err(ResponseError::IllegalGeneration)
+    );
+    // Without member fields (TxnOffsetCommit before v3) a non-empty group takes it.
+    assert_eq!(
+        state.groups.validate_commit(group, &committer(-1, "")),
+        Ok(())
+    );
+    assert_eq!(
+        state.groups.validate_commit("unknown", &committer(3, "m")),
+        Err(ResponseError::IllegalGeneration)
+    );
+}
