@@ -602,19 +602,13 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
     let mut config = settings.consumer_config();
     let auto_store = config.enable_auto_offset_store;
     #[cfg(feature = "testing")]
-    let config_view = (
-        config.isolation == crate::client::IsolationLevel::ReadCommitted,
-        config.auto_offset_reset == crate::client::OffsetReset::Earliest,
-    );
+    let config_view = reader_view(&config);
     // The subscription stores offsets itself: at hand-over (Auto) or on settle (Tracked).
     config.enable_auto_offset_store = false;
     // A partition handed back before anything was read resumes where this member started,
     // not at a reset that moved on (B8, G4); the exactly-once pipeline commits by itself.
     config.store_reset_positions = !matches!(plan.commit, Commit::Transactional(_));
-    let limits = (
-        (config.queued_max_bytes / 2).max(1 << 20),
-        config.queued_min_messages.max(1000),
-    );
+    let limits = queue_limits(&config);
     let client = Client::connect(settings.client_config())
         .await
         .map_err(KafkaError::subscribe)?;
@@ -657,33 +651,21 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
     }
     match &plan.target {
         Target::Partitions { topic, partitions } => {
-            let start = match plan.start {
-                StartOffset::Committed => StartAt::Committed,
-                StartOffset::Earliest => StartAt::Earliest,
-                StartOffset::Latest => StartAt::Latest,
-            };
-            let existing = client.topic(topic).await.ok().map(|t| t.partitions.len());
-            let assignment: Vec<(TopicPartition, StartAt)> = partitions
-                .iter()
-                .filter(|p| {
-                    existing.is_none_or(|count| usize::try_from(**p).is_ok_and(|p| p < count))
-                })
-                .map(|p| (TopicPartition::new(topic, *p), start))
-                .collect();
-            for (tp, _) in &assignment {
-                core.partition(tp).reposition();
-            }
-            consumer
-                .assign(&assignment)
-                .map_err(KafkaError::subscribe)?;
-            tokio::spawn(pump(
-                consumer,
-                Arc::downgrade(&core),
+            let pump_task = (
                 command_rx,
                 closing_rx,
-                (Arc::clone(&state), Arc::clone(&life)),
-            ));
-            wait_for_positions(&core, &plan).await?;
+                Arc::clone(&state),
+                Arc::clone(&life),
+            );
+            open_partitions(
+                &client,
+                consumer,
+                &core,
+                &plan,
+                (topic, partitions),
+                pump_task,
+            )
+            .await?;
         }
         Target::Group { topics, patterns } => {
             let subscription = if patterns.is_empty() {
@@ -713,6 +695,70 @@ async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber,
         pending_error: None,
     })
 }
+
+/// How much the subscription's own queue holds before the pump pauses fetching: half of
+/// librdkafka's `queued.max.messages.kbytes` (at least 1 MiB) and `queued.min.messages`.
+fn queue_limits(config: &crate::client::ConsumerConfig) -> (usize, usize) {
+    (
+        (config.queued_max_bytes / 2).max(1 << 20),
+        config.queued_min_messages.max(1000),
+    )
+}
+
+/// The isolation and reset the in-process count reads off a consumer configuration.
+#[cfg(feature = "testing")]
+fn reader_view(config: &crate::client::ConsumerConfig) -> (bool, bool) {
+    (
+        config.isolation == crate::client::IsolationLevel::ReadCommitted,
+        config.auto_offset_reset == crate::client::OffsetReset::Earliest,
+    )
+}
+
+/// Opens a manual assignment of `partitions` of `topic` (the ones the topic has) and waits
+/// until each knows where it starts.
+async fn open_partitions(
+    client: &Client,
+    mut consumer: Consumer,
+    core: &Arc<SubCore>,
+    plan: &Plan,
+    (topic, partitions): (&String, &[i32]),
+    pump_task: PumpTask,
+) -> Result<(), KafkaError> {
+    let start = match plan.start {
+        StartOffset::Committed => StartAt::Committed,
+        StartOffset::Earliest => StartAt::Earliest,
+        StartOffset::Latest => StartAt::Latest,
+    };
+    let existing = client.topic(topic).await.ok().map(|t| t.partitions.len());
+    let assignment: Vec<(TopicPartition, StartAt)> = partitions
+        .iter()
+        .filter(|p| existing.is_none_or(|count| usize::try_from(**p).is_ok_and(|p| p < count)))
+        .map(|p| (TopicPartition::new(topic, *p), start))
+        .collect();
+    for (tp, _) in &assignment {
+        core.partition(tp).reposition();
+    }
+    consumer
+        .assign(&assignment)
+        .map_err(KafkaError::subscribe)?;
+    let (command_rx, closing_rx, state, life) = pump_task;
+    tokio::spawn(pump(
+        consumer,
+        Arc::downgrade(core),
+        command_rx,
+        closing_rx,
+        (state, life),
+    ));
+    wait_for_positions(core, plan).await
+}
+
+/// What the pump of a subscription is started with.
+type PumpTask = (
+    mpsc::UnboundedReceiver<Command>,
+    watch::Receiver<bool>,
+    Arc<ConnState>,
+    Arc<Mutex<Life>>,
+);
 
 /// Notes `plan` for routing; in process, naming a topic creates it (one partition), as a
 /// first produce would.

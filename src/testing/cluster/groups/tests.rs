@@ -32,7 +32,7 @@ fn s(v: &str) -> StrBytes {
 fn cluster(options: &ClusterOptions) -> EmbeddedCluster {
     EmbeddedCluster::new(ClusterOptions {
         nodes: 3,
-        ..options.clone()
+        ..*options
     })
 }
 
