@@ -53,11 +53,8 @@ mod tests {
 
     use super::{Order, app};
 
-    /// On the embedded cluster: nothing to start, the production client underneath.
-    #[cfg(feature = "testing")]
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_order_reaches_the_handler_in_process() -> Result<(), Box<dyn Error>> {
-        let tb = TestApp::start(app()).await?;
+    /// The test body, whichever way the service was started.
+    async fn an_order_is_placed(tb: TestApp<()>) -> Result<(), Box<dyn Error>> {
         tb.broker::<KafkaBroker>()
             .message(&Order { id: 7 })
             .publish()
@@ -71,20 +68,16 @@ mod tests {
         Ok(())
     }
 
+    /// On the embedded cluster: nothing to start, the production client underneath.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_order_reaches_the_handler_in_process() -> Result<(), Box<dyn Error>> {
+        an_order_is_placed(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_published_order_reaches_the_handler() -> Result<(), Box<dyn Error>> {
         super::live::ensure_topic("orders", 1).await?;
-        let tb = TestApp::start_live_within(app(), Duration::from_mins(1)).await?;
-        tb.broker::<KafkaBroker>()
-            .message(&Order { id: 7 })
-            .publish()
-            .await?;
-        tb.broker::<KafkaBroker>()
-            .subscriber("orders")
-            .assert_called_once()
-            .with(&Order { id: 7 })
-            .settled(HandlerOutcome::ack());
-        tb.shutdown().await?;
-        Ok(())
+        an_order_is_placed(TestApp::start_live_within(app(), Duration::from_mins(1)).await?).await
     }
 }

@@ -1089,21 +1089,15 @@ fn reader_of(
     plan: &Plan,
     (read_committed, earliest): (bool, bool),
 ) -> crate::testing::link::Reader {
-    let (topics, pattern, partitions) = match &plan.target {
-        Target::Group { topics, patterns } => {
-            let pattern = (!patterns.is_empty())
-                .then(|| regex::Regex::new(&combined_pattern(&[], patterns)).ok())
-                .flatten();
-            (topics.clone(), pattern, None)
-        }
-        Target::Partitions { topic, partitions } => {
-            (vec![topic.clone()], None, Some(partitions.clone()))
-        }
+    let opened = opened_of(plan);
+    let partitions = match &plan.target {
+        Target::Partitions { partitions, .. } => Some(partitions.clone()),
+        Target::Group { .. } => None,
     };
     crate::testing::link::Reader {
-        group: plan.group.clone(),
-        topics,
-        pattern,
+        group: opened.group,
+        topics: opened.topics,
+        pattern: opened.pattern,
         partitions,
         read_committed,
         earliest,

@@ -29,29 +29,6 @@ pub enum Refusal {
     UnknownTopic(String),
 }
 
-/// librdkafka's size of one record: fixed framing plus key, value and headers (with their
-/// varint lengths); the same count the client's producer checks.
-fn record_size(key: Option<&[u8]>, value: &[u8], headers: &[Header]) -> usize {
-    let header_bytes: usize = headers
-        .iter()
-        .map(|h| {
-            let value = h.value.as_ref().map_or(0, Bytes::len);
-            varint_len(h.key.len()) + h.key.len() + varint_len(value) + value
-        })
-        .sum();
-    36 + key.map_or(0, <[u8]>::len) + value.len() + header_bytes
-}
-
-fn varint_len(n: usize) -> usize {
-    let mut zigzag = (n as u64) << 1;
-    let mut len = 1;
-    while zigzag >= 0x80 {
-        zigzag >>= 7;
-        len += 1;
-    }
-    len
-}
-
 impl EmbeddedCluster {
     /// Creates `topic` with `partitions` partitions; `false` when it already existed or the
     /// name is not a legal topic name.
@@ -93,7 +70,8 @@ impl EmbeddedCluster {
             return Err(Refusal::InvalidTopic(topic.to_owned()));
         }
         let shared = self.shared();
-        let size = record_size(key, value, headers);
+        // librdkafka's count, the one the client's producer checks too.
+        let size = crate::client::producer::message_size(key, Some(value), headers);
         let limit = shared.options.message_max_bytes;
         if size > limit {
             return Err(Refusal::TooLarge { size, limit });
