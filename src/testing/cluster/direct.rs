@@ -3,8 +3,6 @@
 
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
-
 use super::EmbeddedCluster;
 use super::topics::valid_name;
 use crate::client::records::{BatchBuilder, Codec, ProducerState, RecordBatches};
