@@ -54,7 +54,9 @@ mod tests {
     use super::{Order, app};
 
     /// The test body, whichever way the service was started.
-    async fn an_order_is_placed(tb: TestApp<()>) -> Result<(), Box<dyn Error>> {
+    async fn an_order_is_placed<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         tb.broker::<KafkaBroker>()
             .message(&Order { id: 7 })
             .publish()
