@@ -1,7 +1,9 @@
 //! The `RustStream` conformance suites, live against the cluster under test.
 //!
-//! Every suite the broker declares runs here, except those that compare with the in-process
-//! mode (not written yet) and the transactions suite (its own file). Each suite's topic is
+//! Every suite the broker declares runs here (the transactions suite has its own file), and,
+//! with the `testing` feature, the suites that compare the cluster with the in-process mode
+//! (the embedded cluster): settlement answers, backlog and refusals. The in-process passes of
+//! the suites are in `in_process.rs`. Each suite's topic is
 //! created before the suite subscribes (a consumer would otherwise wait for a metadata refresh
 //! to see a topic that a publish auto-created), the group coordinator is warmed first (the
 //! first group of a fresh cluster creates `__consumer_offsets`), and every test has a group of
@@ -258,6 +260,79 @@ async fn publish_options_pin_a_partition() {
             .overrides(KafkaOptions::default().partition(0), 0)
             .refuses(KafkaOptions::default().partition(5)),
         |delivery: &ruststream_kafka::KafkaMessage| delivery.partition(),
+    )
+    .await;
+}
+
+// --- live against in process (the embedded cluster), feature `testing` ---
+
+#[cfg(feature = "testing")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tracked_settlement_answers_alike_live_and_in_process() {
+    live::logs();
+    warm().await;
+    let group = group("settlement-alike-tracked");
+    settlement::matches_in_process(
+        broker_in(&group),
+        source_in(&group, 1, Commit::Tracked),
+        publisher,
+        Duration::ZERO,
+    )
+    .await;
+}
+
+#[cfg(feature = "testing")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_settlement_answers_alike_live_and_in_process() {
+    live::logs();
+    warm().await;
+    let group = group("settlement-alike-auto");
+    settlement::matches_in_process(
+        broker_in(&group),
+        source_in(&group, 1, Commit::Auto),
+        publisher,
+        Duration::ZERO,
+    )
+    .await;
+}
+
+#[cfg(feature = "testing")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_published_before_subscribing_is_missed_alike() {
+    live::logs();
+    warm().await;
+    ruststream::conformance::in_process::backlog_matches_server(
+        broker_in(&group("backlog")),
+        publisher,
+    )
+    .await;
+}
+
+#[cfg(feature = "testing")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_cluster_refuses_what_kafka_refuses() {
+    use ruststream::conformance::in_process::{Refusal, refuses_like_the_server};
+    live::logs();
+    warm().await;
+    let group = group("refusals");
+    let sized = helpers::unique_subject("conformance.sized");
+    live::ensure_topic(&sized, 1);
+    refuses_like_the_server(
+        broker_in(&group),
+        publisher,
+        [
+            Refusal::Publish {
+                name: "not a topic!".to_owned(),
+            },
+            Refusal::Subscription {
+                source: KafkaTopic::new("not a topic!").group(group.clone()),
+            },
+            // librdkafka's message.max.bytes (1 000 000) less its 36 bytes of framing.
+            Refusal::PayloadOver {
+                name: sized,
+                limit: 999_964,
+            },
+        ],
     )
     .await;
 }
