@@ -182,6 +182,34 @@ pub fn repo_root() -> PathBuf {
         .map_or_else(|| PathBuf::from(".."), PathBuf::from)
 }
 
+/// Starts node `id` of the running cluster again (`scripts/kafka start`), trying up to three
+/// times: a node killed a moment ago can still hold its data directory's lock, and then the new
+/// JVM exits during startup.
+pub fn start_node(id: &str) -> String {
+    let mut last = String::new();
+    for attempt in 0..3 {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        let out = Command::new("bash")
+            .arg(repo_root().join("scripts/kafka"))
+            .args(["start", id])
+            .output();
+        match out {
+            Ok(o) if o.status.success() => return String::from_utf8_lossy(&o.stdout).into_owned(),
+            Ok(o) => {
+                last = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+            Err(e) => last = format!("running scripts/kafka: {e}"),
+        }
+    }
+    panic!("scripts/kafka start {id} failed three times: {last}")
+}
+
 /// Runs `scripts/kafka` with `args` and returns its stdout; panics on failure.
 #[must_use]
 pub fn kafka_script(args: &[&str]) -> String {

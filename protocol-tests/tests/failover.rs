@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use protocol_tests::{client, create_topic, kafka_script, read_all, unique_topic};
+use protocol_tests::{client, create_topic, kafka_script, read_all, start_node, unique_topic};
 use ruststream_kafka::client::{
     Admin, Client, Consumer, ConsumerConfig, ConsumerEvent, CoordinatorKind, DeliveryFuture, Error,
     IsolationLevel, OffsetReset, OffsetSpec, Producer, ProducerConfig, ProducerRecord,
@@ -60,8 +60,7 @@ async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
                 "leadership must move off the killed node"
             );
             eprintln!("restarting node {leader}");
-            let restart =
-                tokio::task::spawn_blocking(move || kafka_script(&["start", &leader.to_string()]));
+            let restart = tokio::task::spawn_blocking(move || start_node(&leader.to_string()));
             if let Err(e) = restart.await {
                 panic!("restart: {e}");
             }
@@ -345,7 +344,7 @@ async fn restart_after_kill(node: i32) {
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let id = node.to_string();
-    let started = tokio::task::spawn_blocking(move || kafka_script(&["start", &id]));
+    let started = tokio::task::spawn_blocking(move || start_node(&id));
     if let Err(e) = started.await {
         panic!("start: {e}");
     }
@@ -471,7 +470,7 @@ async fn commit_while_the_coordinator_dies(client: &Client, end_txn_in_flight: b
         started.elapsed()
     );
     let node = coordinator.to_string();
-    if let Err(e) = tokio::task::spawn_blocking(move || kafka_script(&["start", &node])).await {
+    if let Err(e) = tokio::task::spawn_blocking(move || start_node(&node)).await {
         panic!("start: {e}");
     }
     let values = committed_values(client, &topic).await;
