@@ -185,6 +185,7 @@ pub fn repo_root() -> PathBuf {
 /// Starts node `id` of the running cluster again (`scripts/kafka start`), trying up to three
 /// times: a node killed a moment ago can still hold its data directory's lock, and then the new
 /// JVM exits during startup.
+#[must_use = "the script's output says where the node listens"]
 pub fn start_node(id: &str) -> String {
     let mut last = String::new();
     for attempt in 0..3 {
