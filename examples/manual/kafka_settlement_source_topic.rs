@@ -135,6 +135,12 @@ mod tests {
         assert_eq!(ferry.received::<Crossing>().len(), 2);
 
         // The test's own publish and the retry copy, both on the south harbour's topic.
+        // The copy enters the harness's record once the broker acknowledged it, which can be
+        // after it was delivered.
+        eventually("the recorded copy", || {
+            kafka.published::<Crossing>(SOUTH).messages().len() >= 2
+        })
+        .await?;
         let south = kafka.published::<Crossing>(SOUTH);
         let copies = south.messages();
         assert_eq!(copies.len(), 2);

@@ -191,10 +191,13 @@ mod tests {
             .await?;
         eventually("the second try", || desk.outcomes().len() >= 2).await?;
         assert_eq!(desk.outcomes(), [Outcome::Nack, Outcome::Ack]);
-        let west = kafka.published::<Parcel>(WEST);
         // The harness records a publish once the broker has acknowledged it, which can be after
-        // the copy was already delivered.
-        eventually("the recorded copy", || west.messages().len() >= 2).await?;
+        // the copy was already delivered; each `published` call reads the record as it is then.
+        eventually("the recorded copy", || {
+            kafka.published::<Parcel>(WEST).messages().len() >= 2
+        })
+        .await?;
+        let west = kafka.published::<Parcel>(WEST);
         let copies = west.messages();
         assert_eq!(copies.len(), 2);
         assert_eq!(copies[1].headers().get_str(RETRY_COUNT_HEADER), Some("1"));
