@@ -71,7 +71,7 @@ async fn post(
         // `source` is the invoice's topic, partition and offset: the window commits the
         // offset after it together with the postings.
         let record = OutgoingMessage::new(POSTINGS, &bytes[..]);
-        if pipeline.publish(&source, record, None).await.is_err() {
+        if let Err(_window_aborted) = pipeline.publish(&source, record, None).await {
             // The window aborts and hands the invoice back; nothing of it was committed.
             return HandlerOutcome::retry();
         }
@@ -84,7 +84,7 @@ fn app() -> impl App {
     // One id names the pipeline, the subscription's commit mode and the transactional producer.
     let pipeline =
         EosPublish::new("ledger.kafka_eos_pipeline").commit_interval(Duration::from_millis(50));
-    RustStream::new(AppInfo::new("ledger", "0.1.0")).with_broker(
+    RustStream::new(AppInfo::new("ledger-keeper", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
             b.include(post).out(DefaultSlot, pipeline).build();

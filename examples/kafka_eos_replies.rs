@@ -71,7 +71,7 @@ async fn bill(session: &Session) -> Result<Charge, HandlerOutcome> {
 fn app() -> impl App {
     let pipeline =
         EosPublish::new("billing.kafka_eos_replies").commit_interval(Duration::from_millis(50));
-    RustStream::new(AppInfo::new("billing", "0.1.0")).with_broker(
+    RustStream::new(AppInfo::new("invoicing", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
             // Without `EosReplies` the pipeline would not know which session a charge answers

@@ -127,7 +127,7 @@ mod tests {
     /// code underneath.
     #[cfg(feature = "testing")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn in_process() -> Result<(), Box<dyn Error>> {
+    async fn the_same_on_the_embedded_cluster() -> Result<(), Box<dyn Error>> {
         let tb = TestApp::start(tip_jar("kafka.internal:9092", "tip-jar")).await?;
         thanks_a_tip_and_ignores_an_empty_one(&tb).await?;
         tb.shutdown().await?;

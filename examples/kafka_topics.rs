@@ -36,7 +36,7 @@ async fn price(reading: &MeterReading) -> Charge {
 
 #[ruststream::app]
 fn app() -> impl App {
-    RustStream::new(AppInfo::new("billing", "0.1.0")).with_broker(
+    RustStream::new(AppInfo::new("invoicing", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
             b.include(price);

@@ -52,10 +52,11 @@ async fn price(
     Ctx(partition): Ctx<Partition>,
     Out(lanes): Out<impl PartitionLanes>,
 ) -> HandlerOutcome {
-    let Ok(lane) = lanes.for_partition(partition).await else {
+    // A lane that cannot open its producer hands the trip back for another try.
+    let Ok(publisher) = lanes.for_partition(partition).await else {
         return HandlerOutcome::retry();
     };
-    if lane.begin_transaction().await.is_err() {
+    if publisher.begin_transaction().await.is_err() {
         return HandlerOutcome::retry();
     }
     for &cents in &trip.charges {
@@ -63,12 +64,12 @@ async fn price(
             trip: trip.id,
             cents,
         };
-        if lane.message(&fare).publish().await.is_err() {
-            lane.abort().await.ok();
+        if publisher.message(&fare).publish().await.is_err() {
+            publisher.abort().await.ok();
             return HandlerOutcome::retry();
         }
     }
-    match lane.commit().await {
+    match publisher.commit().await {
         Ok(()) => HandlerOutcome::ack(),
         Err(_) => HandlerOutcome::retry(),
     }

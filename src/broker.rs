@@ -32,9 +32,9 @@ use crate::publisher::{KafkaPublish, KafkaPublisher};
 use crate::subscriber::KafkaSubscriber;
 use crate::subscription::KafkaTopic;
 
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
-const DEFAULT_ASSIGNMENT_TIMEOUT: Duration = Duration::from_mins(1);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
+const ASSIGNMENT_TIMEOUT: Duration = Duration::from_mins(1);
 
 /// A Kafka cluster to connect to: bootstrap servers, librdkafka properties and the crate's own
 /// bounds. Building it does no I/O.
@@ -45,7 +45,7 @@ const DEFAULT_ASSIGNMENT_TIMEOUT: Duration = Duration::from_mins(1);
 /// use ruststream_kafka::KafkaBroker;
 ///
 /// let broker = KafkaBroker::new(["localhost:9092"])
-///     .default_group("orders-svc")
+///     .default_group("order-intake")
 ///     .config("client.id", "orders")
 ///     .producer_config("acks", "all")
 ///     .connect_timeout(Duration::from_secs(10));
@@ -84,13 +84,13 @@ impl KafkaBroker {
         S: Into<String>,
     {
         Self {
-            servers: servers.into_iter().map(Into::into).collect(),
+            servers: servers.into_iter().map(S::into).collect(),
             default_group: None,
             config: Properties::new(),
             producer_config: Properties::new(),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            flush_timeout: DEFAULT_FLUSH_TIMEOUT,
-            assignment_timeout: DEFAULT_ASSIGNMENT_TIMEOUT,
+            connect_timeout: CONNECT_TIMEOUT,
+            flush_timeout: FLUSH_TIMEOUT,
+            assignment_timeout: ASSIGNMENT_TIMEOUT,
         }
     }
 
@@ -188,6 +188,10 @@ impl KafkaBroker {
     }
 
     /// The producer configuration every client of this broker starts from, validated.
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(dead_code, reason = "read by the in-process routing of `testing`")
+    )]
     pub(crate) fn producer_settings(&self) -> Result<ProducerProperties, KafkaError> {
         let base = self.base_properties();
         Self::producer_properties(&base, &self.producer_config)
@@ -226,7 +230,7 @@ impl KafkaBroker {
             }
         };
         Ok(ConnectedKafkaBroker {
-            state: Arc::new(ConnState {
+            state: Arc::new(BrokerState {
                 servers: self.servers,
                 default_group: self.default_group,
                 base,
@@ -260,16 +264,12 @@ impl DescribeServer for KafkaBroker {
 }
 
 /// The connection state every handle of one connected broker shares.
-pub(crate) struct ConnState {
+pub(crate) struct BrokerState {
     servers: Vec<String>,
     default_group: Option<String>,
     /// `bootstrap.servers` and the broker's `config`: the base of every client.
     base: Properties,
     /// The base with the producer overlay.
-    #[allow(
-        dead_code,
-        reason = "used by the transactional producers (transactions work)"
-    )]
     producer_properties: Properties,
     producer_settings: ProducerProperties,
     flush_timeout: Duration,
@@ -293,6 +293,10 @@ pub(crate) struct ConnState {
 }
 
 /// A subscription as routing sees it.
+#[cfg_attr(
+    not(feature = "testing"),
+    allow(dead_code, reason = "read by the in-process routing of `testing`")
+)]
 #[derive(Debug, Clone)]
 pub(crate) struct Opened {
     pub(crate) name: String,
@@ -305,15 +309,19 @@ pub(crate) struct Opened {
 
 impl Opened {
     /// Whether it reads `topic`.
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(dead_code, reason = "read by the in-process routing of `testing`")
+    )]
     pub(crate) fn reads(&self, topic: &str) -> bool {
         self.topics.iter().any(|t| t == topic)
             || self.pattern.as_ref().is_some_and(|p| p.is_match(topic))
     }
 }
 
-impl fmt::Debug for ConnState {
+impl fmt::Debug for BrokerState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConnState")
+        f.debug_struct("BrokerState")
             .field("servers", &self.servers)
             .field("default_group", &self.default_group)
             .field("closed", &self.is_closed())
@@ -322,7 +330,7 @@ impl fmt::Debug for ConnState {
     }
 }
 
-impl ConnState {
+impl BrokerState {
     pub(crate) fn default_group(&self) -> Option<&str> {
         self.default_group.as_deref()
     }
@@ -331,18 +339,10 @@ impl ConnState {
         &self.base
     }
 
-    #[allow(
-        dead_code,
-        reason = "used by the transactional producers (transactions work)"
-    )]
     pub(crate) fn producer_properties(&self) -> &Properties {
         &self.producer_properties
     }
 
-    #[allow(
-        dead_code,
-        reason = "used by the transactional producers (transactions work)"
-    )]
     pub(crate) fn producer_settings(&self) -> &ProducerProperties {
         &self.producer_settings
     }
@@ -355,10 +355,6 @@ impl ConnState {
         &self.runtime
     }
 
-    #[allow(
-        dead_code,
-        reason = "used by the transactional producers (transactions work)"
-    )]
     pub(crate) fn client(&self) -> &Client {
         &self.client
     }
@@ -376,6 +372,10 @@ impl ConnState {
     }
 
     /// Every subscription opened on this connection, in order.
+    #[cfg_attr(
+        not(feature = "testing"),
+        allow(dead_code, reason = "read by the in-process routing of `testing`")
+    )]
     pub(crate) fn opened(&self) -> Vec<Opened> {
         self.opened
             .lock()
@@ -439,15 +439,15 @@ impl ConnState {
 /// A connected broker: opens subscriptions and pairs publishers. Consumed by `shutdown`.
 #[derive(Debug)]
 pub struct ConnectedKafkaBroker {
-    state: Arc<ConnState>,
+    state: Arc<BrokerState>,
 }
 
 impl ConnectedKafkaBroker {
-    pub(crate) fn state(&self) -> &ConnState {
+    pub(crate) fn state(&self) -> &BrokerState {
         &self.state
     }
 
-    pub(crate) fn shared_state(&self) -> Arc<ConnState> {
+    pub(crate) fn shared_state(&self) -> Arc<BrokerState> {
         Arc::clone(&self.state)
     }
 

@@ -72,7 +72,8 @@ impl KafkaContext {
     /// This record's position: seeking to it redelivers it and what follows.
     #[must_use]
     pub fn position(&self) -> KafkaPosition {
-        KafkaPosition::topic_offset(self.topic(), self.partition, self.offset)
+        let topic = self.topic();
+        KafkaPosition::topic_offset(topic, self.partition, self.offset)
     }
 
     /// The subscription's seeker.

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use ruststream::{AckError, HeaderMap, IncomingMessage, Partitioned, Positioned, Str};
 
 use crate::client::Record;
-use crate::eos::{EOS_SOURCE_HEADER, encode_source};
+use crate::eos::{EOS_SOURCE_HEADER, source_header_value};
 use crate::seek::KafkaPosition;
 use crate::subscriber::{Partition, SubCore};
 use crate::subscription::{Commit, LaneKey};
@@ -21,6 +21,12 @@ use crate::subscription::{Commit, LaneKey};
 /// The header a record's native key travels in: a publish moves it into the key, a delivery
 /// shows the key under it.
 pub const PARTITION_KEY_HEADER: &str = "kafka-partition-key";
+
+/// Whether a header named `name` carries the record key: header names match without regard to
+/// ASCII case, so a `Kafka-Partition-Key` a proxy capitalized still keys the record.
+pub(crate) fn is_partition_key(name: &str) -> bool {
+    name.len() == PARTITION_KEY_HEADER.len() && name.eq_ignore_ascii_case(PARTITION_KEY_HEADER)
+}
 
 /// One delivery: the record and its settlement handle. It may outlive its subscription; the
 /// consumer closes when the last delivery, the subscriber and every seeker are gone.
@@ -127,7 +133,7 @@ impl KafkaMessage {
                 Ok(name) => name,
                 Err(bad) => Str::from(String::from_utf8_lossy(&bad.into_inner()).into_owned()),
             };
-            if name.eq_ignore_ascii_case(PARTITION_KEY_HEADER) {
+            if is_partition_key(&name) {
                 continue;
             }
             map.insert(name, header.value.unwrap_or_default());
@@ -138,7 +144,7 @@ impl KafkaMessage {
         if matches!(self.core.commit, Commit::Transactional(_)) {
             map.insert(
                 EOS_SOURCE_HEADER,
-                encode_source(self.topic(), self.partition(), self.offset()),
+                source_header_value(self.topic(), self.partition(), self.offset()),
             );
         }
         map

@@ -16,7 +16,7 @@ use ruststream::{
     DefaultPublish, HeaderMap, Lend, OutgoingMessage, PairError, PublishPolicy, Publisher,
 };
 
-use crate::broker::{ConnState, ConnectedKafkaBroker};
+use crate::broker::{BrokerState, ConnectedKafkaBroker};
 use crate::client::records::Header;
 use crate::client::{DeliveryFuture, Error as ClientError, Producer, ProducerRecord};
 use crate::eos::EOS_SOURCE_HEADER;
@@ -114,7 +114,7 @@ impl DefaultPublish for ConnectedKafkaBroker {
 /// A live handle on the broker's shared producer. Cheap to clone.
 #[derive(Clone)]
 pub struct KafkaPublisher {
-    state: Arc<ConnState>,
+    state: Arc<BrokerState>,
     queue_timeout: Option<Duration>,
 }
 
@@ -127,7 +127,7 @@ impl fmt::Debug for KafkaPublisher {
 }
 
 impl KafkaPublisher {
-    pub(crate) fn new(state: Arc<ConnState>, queue_timeout: Option<Duration>) -> Self {
+    pub(crate) fn new(state: Arc<BrokerState>, queue_timeout: Option<Duration>) -> Self {
         Self {
             state,
             queue_timeout,

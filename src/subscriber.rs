@@ -29,7 +29,7 @@ use futures::task::AtomicWaker;
 use ruststream::{BatchSubscriber, Seekable, Str, Subscriber};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::broker::ConnState;
+use crate::broker::BrokerState;
 use crate::client::consumer::{
     Consumer, ConsumerEvent, ConsumerHandle, PartitionRecords, StartAt, Subscription,
     TopicPartition,
@@ -144,7 +144,7 @@ pub(crate) struct SubCore {
     /// Whether handing a record over stores its offset (`Commit::Auto` with
     /// `enable.auto.offset.store`).
     auto_store: bool,
-    pub state: Arc<ConnState>,
+    pub state: Arc<BrokerState>,
     pub consumer: ConsumerHandle,
     parts: Mutex<HashMap<TopicPartition, Arc<Partition>>>,
     queue: Mutex<Queue>,
@@ -371,7 +371,7 @@ impl KafkaSubscriber {
 
     /// Opens `plan`: validates the consumer configuration, creates the consumer on the
     /// broker's runtime, and for a group waits for the first assignment.
-    pub(crate) async fn open(state: Arc<ConnState>, plan: Plan) -> Result<Self, KafkaError> {
+    pub(crate) async fn open(state: Arc<BrokerState>, plan: Plan) -> Result<Self, KafkaError> {
         state.ensure_open(&plan.name)?;
         let runtime = state.runtime().clone();
         // Opening spawns the consumer's tasks: they belong on the broker's runtime, whatever
@@ -596,7 +596,7 @@ fn is_unknown_topic(err: &ClientError) -> bool {
     )
 }
 
-async fn open_here(state: Arc<ConnState>, plan: Plan) -> Result<KafkaSubscriber, KafkaError> {
+async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscriber, KafkaError> {
     let settings = plan.properties.consumer().map_err(KafkaError::subscribe)?;
     note_opened(&state, &plan);
     let mut config = settings.consumer_config();
@@ -756,13 +756,13 @@ async fn open_partitions(
 type PumpTask = (
     mpsc::UnboundedReceiver<Command>,
     watch::Receiver<bool>,
-    Arc<ConnState>,
+    Arc<BrokerState>,
     Arc<Mutex<Life>>,
 );
 
 /// Notes `plan` for routing; in process, naming a topic creates it (one partition), as a
 /// first produce would.
-fn note_opened(state: &ConnState, plan: &Plan) {
+fn note_opened(state: &BrokerState, plan: &Plan) {
     state.note_opened(opened_of(plan));
     #[cfg(feature = "testing")]
     if let Some(link) = state.in_process() {
@@ -882,7 +882,7 @@ async fn pump(
     core: Weak<SubCore>,
     mut commands: mpsc::UnboundedReceiver<Command>,
     mut closing: watch::Receiver<bool>,
-    (state, life): (Arc<ConnState>, Arc<Mutex<Life>>),
+    (state, life): (Arc<BrokerState>, Arc<Mutex<Life>>),
 ) {
     let mut held: Option<KafkaPosition> = None;
     let mut unknown_topic = false;

@@ -31,19 +31,11 @@ pub(crate) struct Watermark {
 
 impl Watermark {
     /// The current generation.
-    #[allow(
-        dead_code,
-        reason = "read by the exactly-once pipeline (transactions work)"
-    )]
     pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 
     /// The last stored position, if any.
-    #[allow(
-        dead_code,
-        reason = "read by the exactly-once pipeline (transactions work)"
-    )]
     pub(crate) fn stored(&self) -> Option<i64> {
         self.stored
     }
@@ -104,10 +96,6 @@ impl Watermark {
     }
 
     /// Whether `offset` of `generation` is delivered and still unsettled.
-    #[allow(
-        dead_code,
-        reason = "read by the exactly-once pipeline (transactions work)"
-    )]
     pub(crate) fn is_outstanding(&self, generation: u64, offset: i64) -> bool {
         generation == self.generation
             && self

@@ -26,7 +26,7 @@ use ruststream::{
 };
 use tokio::sync::OnceCell;
 
-use crate::broker::{ConnState, ConnectedKafkaBroker};
+use crate::broker::{BrokerState, ConnectedKafkaBroker};
 use crate::client::consumer::{GroupMetadata, OffsetToCommit};
 use crate::client::{
     DeliveryFuture, Error as ClientError, ProducerRecord, TransactionErrorKind,
@@ -36,7 +36,7 @@ use crate::error::KafkaError;
 use crate::publisher::{KafkaOptions, delivered, producer_record, send};
 
 /// The call deadline of `init`, `commit` and `abort` unless the policy sets one.
-const DEFAULT_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
+const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -57,7 +57,7 @@ impl KafkaTransactionalPublish {
         Self {
             id,
             queue_timeout,
-            transaction_timeout: DEFAULT_TRANSACTION_TIMEOUT,
+            transaction_timeout: TRANSACTION_TIMEOUT,
         }
     }
 
@@ -134,7 +134,7 @@ impl ConnectedKafkaBroker {
 
 /// Creates and initializes the producer of `policy` on the broker's runtime.
 pub(crate) async fn open_transactional(
-    state: &Arc<ConnState>,
+    state: &Arc<BrokerState>,
     policy: &KafkaTransactionalPublish,
 ) -> Result<KafkaTransactionalPublisher, KafkaError> {
     state.ensure_open(policy.id())?;
@@ -168,7 +168,7 @@ pub(crate) async fn open_transactional(
 
 /// Runs `work` on the broker's runtime and waits for it.
 async fn on_runtime<T: Send + 'static>(
-    state: &ConnState,
+    state: &BrokerState,
     work: impl Future<Output = Result<T, KafkaError>> + Send + 'static,
 ) -> Result<T, KafkaError> {
     state
@@ -179,7 +179,7 @@ async fn on_runtime<T: Send + 'static>(
 }
 
 struct TxInner {
-    state: Arc<ConnState>,
+    state: Arc<BrokerState>,
     producer: TransactionalProducer,
     id: String,
     queue_timeout: Option<Duration>,
@@ -231,7 +231,7 @@ impl KafkaTransactionalPublisher {
         &self.inner.id
     }
 
-    pub(crate) fn state(&self) -> &Arc<ConnState> {
+    pub(crate) fn state(&self) -> &Arc<BrokerState> {
         &self.inner.state
     }
 
@@ -414,19 +414,22 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaPartitionedPublish {
             inner: Arc::new(Lanes {
                 state: connected.shared_state(),
                 template: self.template,
-                publishers: Mutex::new(HashMap::new()),
+                by_partition: Mutex::default(),
             }),
         }))
     }
 }
 
 struct Lanes {
-    state: Arc<ConnState>,
+    state: Arc<BrokerState>,
     template: KafkaTransactionalPublish,
-    /// A cell per partition: callers racing for a partition's first use wait for one
-    /// producer instead of creating (and fencing) several.
-    publishers: Mutex<HashMap<i32, Arc<OnceCell<KafkaTransactionalPublisher>>>>,
+    /// Callers racing for a partition's first use share its cell, so one producer is created
+    /// rather than several that would fence each other.
+    by_partition: Mutex<HashMap<i32, LaneCell>>,
 }
+
+/// One partition's publisher, set once its producer is initialized.
+type LaneCell = Arc<OnceCell<KafkaTransactionalPublisher>>;
 
 /// Transactional publishers, one per source partition (`"{base}-p{partition}"`), created on
 /// first use and kept.
@@ -466,7 +469,7 @@ impl TransactionalPartitions {
         let inner = &self.inner;
         let policy = inner.template.for_partition(partition);
         inner.state.ensure_open(policy.id())?;
-        let cell = Arc::clone(lock(&inner.publishers).entry(partition).or_default());
+        let cell = Arc::clone(lock(&inner.by_partition).entry(partition).or_default());
         cell.get_or_try_init(|| open_transactional(&inner.state, &policy))
             .await
             .cloned()
@@ -528,7 +531,7 @@ where
 mod tests {
     use std::time::Duration;
 
-    use super::DEFAULT_TRANSACTION_TIMEOUT;
+    use super::TRANSACTION_TIMEOUT;
     use crate::KafkaPublish;
 
     #[test]
@@ -538,7 +541,7 @@ mod tests {
             .transactional_id("svc-1");
         assert_eq!(policy.id(), "svc-1");
         assert_eq!(policy.queue_timeout, Some(Duration::from_secs(2)));
-        assert_eq!(policy.transaction_timeout, DEFAULT_TRANSACTION_TIMEOUT);
+        assert_eq!(policy.transaction_timeout, TRANSACTION_TIMEOUT);
         let lane = policy
             .transaction_timeout(Duration::from_secs(5))
             .for_partition(3);

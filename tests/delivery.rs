@@ -13,7 +13,7 @@ use ruststream::{
 };
 use ruststream_kafka::client::{Admin, Header, Producer, ProducerConfig, ProducerRecord};
 use ruststream_kafka::{
-    Commit, KafkaPosition, KafkaPublish, KafkaTopic, LaneKey, PARTITION_KEY_HEADER, StartOffset,
+    Commit, KafkaPosition, KafkaTopic, LaneKey, PARTITION_KEY_HEADER, StartOffset,
 };
 
 fn source(topic: &str) -> KafkaTopic {
@@ -134,7 +134,7 @@ async fn partition_lanes_key_on_the_partition_number() {
         .subscribe(&connected)
         .await
         .expect("subscribe");
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     live::send_to(&publisher, &topic, 2, b"x").await;
     let mut stream = subscriber.stream();
     let message = live::next(&mut stream).await;
@@ -146,7 +146,7 @@ async fn seeking_to_a_position_redelivers_the_record_and_what_follows() {
     live::logs();
     let topic = live::topic("own-position", 1).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for p in ["a", "b", "c"] {
         live::send(&publisher, &topic, p.as_bytes()).await;
     }
@@ -170,7 +170,7 @@ async fn a_held_delivery_outlives_its_subscription_and_closes_it_when_dropped() 
     let topic = live::topic("held", 1).await;
     let group = live::unique("held");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     let mut headers = ruststream::HeaderMap::new();
     headers.insert("trace-id", "held-1");
     ruststream::Publisher::publish(

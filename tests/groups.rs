@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use ruststream::{IncomingMessage, Subscribe, Subscriber, SubscriptionSource};
 use ruststream_kafka::client::Admin;
-use ruststream_kafka::{Assignment, KafkaError, KafkaPublish, KafkaSubscriber};
+use ruststream_kafka::{Assignment, KafkaError, KafkaSubscriber};
 
 use live::{open, tracked as source};
 
@@ -57,7 +57,7 @@ async fn each_group_gets_one_copy_shared_by_its_members() {
         open(&connected, source(&topic, &shared)).await,
     ];
     let mut other = vec![open(&connected, source(&topic, &live::unique("other"))).await];
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     let sent = live::numbered("r", 10);
     for (i, payload) in sent.iter().enumerate() {
         live::send_to(
@@ -95,7 +95,7 @@ async fn bare_names_of_one_service_compete_in_the_default_group() {
         connected.subscribe(&topic).await.expect("first"),
         connected.subscribe(&topic).await.expect("second"),
     ];
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for i in 0..6 {
         live::send_to(&publisher, &topic, i % 2, format!("d{i}").as_bytes()).await;
     }
@@ -109,7 +109,7 @@ async fn a_leaving_member_hands_its_partition_over_at_the_committed_offset() {
     let topic = live::topic("groups-handover", 1).await;
     let group = live::unique("handover");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for p in ["r0", "r1", "r2"] {
         live::send(&publisher, &topic, p.as_bytes()).await;
     }
@@ -137,7 +137,7 @@ async fn a_cooperative_rebalance_leaves_kept_partitions_alone() {
     let connected = live::connect(live::broker()).await;
     let coop = |g: &str| source(&topic, g).assignment(Assignment::CooperativeSticky);
     let mut a = open(&connected, coop(&group)).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     live::send_to(&publisher, &topic, 0, b"p0").await;
     live::send_to(&publisher, &topic, 1, b"p1").await;
     let mut sa = a.stream();

@@ -9,9 +9,7 @@ use ruststream::{
     Broker, ConnectedBroker, DescribeServer, IncomingMessage, OutgoingMessage, Publisher, Seekable,
     Seeker, Subscriber, SubscriptionSource,
 };
-use ruststream_kafka::{
-    KafkaBroker, KafkaError, KafkaPosition, KafkaPublish, KafkaTopic, StartOffset,
-};
+use ruststream_kafka::{KafkaBroker, KafkaError, KafkaPosition, KafkaTopic, StartOffset};
 
 fn connect_error(result: Result<impl std::fmt::Debug, KafkaError>) -> String {
     match result {
@@ -78,7 +76,7 @@ async fn a_clean_shutdown_reports_nothing_left() {
 
     let topic = live::topic("shutdown", 1).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     // Racing first publishes share the one producer.
     let sends = (0..8).map(|i| {
         let publisher = publisher.clone();
@@ -104,7 +102,7 @@ async fn handles_aliasing_a_shut_down_connection_are_closed() {
     live::logs();
     let topic = live::topic("aliased", 1).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     let mut subscriber = KafkaTopic::new(&topic)
         .group(live::unique("aliased"))
         .start(StartOffset::Earliest)

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use ruststream::{ConnectedBroker, Seekable, Seeker, StartAt, Subscriber};
 use ruststream_kafka::{
-    ConnectedKafkaBroker, KafkaError, KafkaPosition, KafkaPublish, KafkaSubscriber, StartOffset,
+    ConnectedKafkaBroker, KafkaError, KafkaPosition, KafkaSubscriber, StartOffset,
 };
 
 use live::{open, tracked as source};
 
 /// Publishes `payloads` to `topic` in order.
 async fn fill(connected: &ConnectedKafkaBroker, topic: &str, payloads: &[&str]) {
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(connected);
     for p in payloads {
         live::send(&publisher, topic, p.as_bytes()).await;
     }
@@ -128,7 +128,7 @@ async fn every_position_reaches_every_assigned_partition() {
     live::logs();
     let topic = live::topic("vocabulary", 2).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for (p, payload) in [(0, "a0"), (0, "a1"), (1, "b0"), (1, "b1")] {
         live::send_to(&publisher, &topic, p, payload.as_bytes()).await;
     }
@@ -238,7 +238,7 @@ async fn a_seek_moves_only_this_members_partitions() {
     let connected = live::connect(live::broker()).await;
     let mut a = open(&connected, source(&topic, &group)).await;
     let mut b = open(&connected, source(&topic, &group)).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     live::send_to(&publisher, &topic, 0, b"p0").await;
     live::send_to(&publisher, &topic, 1, b"p1").await;
     let seek_a = a.seeker();

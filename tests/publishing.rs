@@ -38,7 +38,7 @@ async fn the_key_header_becomes_the_key_and_the_source_header_never_leaves() {
     live::logs();
     let topic = live::topic("wire", 1).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     let mut headers = HeaderMap::new();
     headers.insert(PARTITION_KEY_HEADER, "customer-7");
     headers.insert(EOS_SOURCE_HEADER, "0:1:orders");
@@ -70,7 +70,7 @@ async fn a_pinned_partition_wins_per_record_and_a_missing_one_is_refused() {
     live::logs();
     let topic = live::topic("pinned", 3).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for (partition, payload) in [(2, "two"), (0, "zero"), (2, "two again")] {
         let mut headers = HeaderMap::new();
         // The pin beats the key.
@@ -110,7 +110,7 @@ async fn records_of_one_key_share_a_partition_in_order() {
     live::logs();
     let topic = live::topic("keyed", 4).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for i in 0..8 {
         live::send_keyed(&publisher, &topic, "account-42", format!("k{i}").as_bytes()).await;
     }
@@ -156,7 +156,7 @@ async fn a_queue_timeout_bounds_the_wait_for_queue_space() {
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert!(matches!(failed[0], KafkaError::Publish(_)), "{}", failed[0]);
 
-    let unbounded = connected.publisher(KafkaPublish::default());
+    let unbounded = live::plain_publisher(&connected);
     let (a, b) = tokio::join!(
         unbounded.publish(OutgoingMessage::new(&topic, b"c"), None),
         unbounded.publish(OutgoingMessage::new(&topic, b"d"), None),
@@ -170,7 +170,7 @@ async fn the_record_size_limit_counts_like_librdkafka() {
     live::logs();
     let topic = live::topic("size", 1).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     // 36 bytes of framing, and 68 for a header named `n` with a 64-byte value (librdkafka
     // counts the name, the value and their varint lengths).
     let header_cost = 68;
@@ -204,7 +204,7 @@ async fn the_record_size_limit_counts_like_librdkafka() {
 async fn an_illegal_destination_is_refused() {
     live::logs();
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for bad in ["", "conformance refused topic", ".."] {
         let err = publisher
             .publish(OutgoingMessage::new(bad, b"x"), None)
@@ -224,7 +224,7 @@ async fn a_durable_producer_starts_and_delivers() {
             .producer_config("enable.idempotence", "true"),
     )
     .await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for i in 0..3 {
         live::send(&publisher, &topic, format!("d{i}").as_bytes()).await;
     }

@@ -6,9 +6,7 @@ mod live;
 
 use futures::FutureExt;
 use ruststream::{AckError, IncomingMessage, Subscriber, SubscriptionSource};
-use ruststream_kafka::{
-    Commit, ConnectedKafkaBroker, KafkaPublish, KafkaSubscriber, KafkaTopic, StartOffset,
-};
+use ruststream_kafka::{Commit, ConnectedKafkaBroker, KafkaSubscriber, KafkaTopic, StartOffset};
 
 /// A member of `group` on `topic`, reading from the start. Auto-commit runs only at close
 /// (the interval is a minute), so what a restart sees is what the close committed.
@@ -39,7 +37,7 @@ async fn resumed(
     commit: Commit,
 ) -> Vec<String> {
     let mut subscriber = member(connected, topic, group, commit).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(connected);
     live::send(&publisher, topic, b"marker").await;
     let mut stream = subscriber.stream();
     let mut seen = Vec::new();
@@ -61,7 +59,7 @@ async fn auto_commit_settles_nothing_and_refuses_a_requeue() {
     let topic = live::topic("auto", 1).await;
     let group = live::unique("auto");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     {
         let mut subscriber = member(&connected, &topic, &group, Commit::Auto).await;
         for payload in [&b"a"[..], b"b", b"c"] {
@@ -92,7 +90,7 @@ async fn tracked_acks_survive_a_restart() {
     let topic = live::topic("tracked-restart", 1).await;
     let group = live::unique("tracked-restart");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     {
         let mut subscriber = member(&connected, &topic, &group, Commit::Tracked).await;
         for payload in [&b"m1"[..], b"m2", b"m3"] {
@@ -119,7 +117,7 @@ async fn acks_out_of_order_commit_up_to_the_first_gap() {
     let topic = live::topic("tracked-prefix", 1).await;
     let group = live::unique("tracked-prefix");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     {
         let mut subscriber = member(&connected, &topic, &group, Commit::Tracked).await;
         for payload in [&b"a"[..], b"b", b"c"] {
@@ -146,7 +144,7 @@ async fn a_dropped_delivery_is_settled_by_nack_false() {
     let topic = live::topic("tracked-drop", 1).await;
     let group = live::unique("tracked-drop");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     {
         let mut subscriber = member(&connected, &topic, &group, Commit::Tracked).await;
         live::send(&publisher, &topic, b"refused").await;
@@ -167,7 +165,7 @@ async fn a_requeue_comes_back_first_and_blocks_the_commit_until_settled() {
     let topic = live::topic("tracked-requeue", 1).await;
     let group = live::unique("tracked-requeue");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     {
         let mut subscriber = member(&connected, &topic, &group, Commit::Tracked).await;
         live::send(&publisher, &topic, b"a").await;
@@ -198,7 +196,7 @@ async fn settling_is_ready_at_once() {
     live::logs();
     let topic = live::topic("tracked-ready", 1).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     let mut subscriber = member(&connected, &topic, &live::unique("ready"), Commit::Tracked).await;
     for payload in [&b"a"[..], b"b"] {
         live::send(&publisher, &topic, payload).await;

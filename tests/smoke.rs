@@ -51,6 +51,6 @@ async fn a_record_published_is_delivered_and_acked() {
     message.ack().await.expect("ack");
     drop(stream);
     drop(subscriber);
-    let closed = broker.shutdown().await.expect("shutdown");
+    let closed = broker.shutdown().await.expect("shutdown flushes");
     assert_eq!(closed.unflushed_records(), 0);
 }

@@ -11,8 +11,8 @@ use futures::StreamExt;
 use ruststream::{BatchSubscriber, IncomingMessage, Subscribe, Subscriber, SubscriptionSource};
 use ruststream_kafka::client::Admin;
 use ruststream_kafka::{
-    Commit, ConnectedKafkaBroker, KafkaBroker, KafkaError, KafkaPartitions, KafkaPublish,
-    KafkaSubscriber, KafkaTopic, KafkaTopics, StartOffset,
+    Commit, ConnectedKafkaBroker, KafkaBroker, KafkaError, KafkaPartitions, KafkaSubscriber,
+    KafkaTopic, KafkaTopics, StartOffset,
 };
 
 use live::{open, tracked as source};
@@ -155,7 +155,7 @@ async fn auto_commit_accepts_the_passthrough_the_other_modes_own() {
         .subscribe(&connected)
         .await
         .expect("Auto accepts it");
-    live::send(&connected.publisher(KafkaPublish::default()), &topic, b"x").await;
+    live::send(&live::plain_publisher(&connected), &topic, b"x").await;
     let mut stream = subscriber.stream();
     assert_eq!(live::text(&live::next(&mut stream).await), "x");
 }
@@ -165,7 +165,7 @@ async fn a_latest_group_reads_everything_published_after_subscribe_returns() {
     live::logs();
     let topic = live::topic("latest-start", 3).await;
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     live::send(&publisher, &topic, b"before").await;
     let mut subscriber = open(
         &connected,
@@ -211,7 +211,7 @@ async fn two_members_opened_back_to_back_both_stay_in_the_group() {
     let mut b = open(&connected, latest(&group)).await;
     // Neither stream is polled for a while: both must stay members.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for i in 0..6 {
         live::send_to(&publisher, &topic, i % 2, format!("r{i}").as_bytes()).await;
     }
@@ -259,7 +259,7 @@ async fn named_partitions_read_without_joining() {
     let topic = live::topic("partitions", 3).await;
     let group = live::unique("partitions");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for p in 0..3 {
         live::send_to(&publisher, &topic, p, format!("old-{p}").as_bytes()).await;
     }
@@ -342,7 +342,7 @@ async fn topic_sets_and_patterns_read_every_topic_they_name() {
         .subscribe(&connected)
         .await
         .expect("pattern");
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     live::send(&publisher, &orders, b"o").await;
     live::send(&publisher, &refunds, b"r").await;
     let topics_of = |mut v: Vec<(String, String)>| {
@@ -409,12 +409,7 @@ async fn a_topic_that_appears_later_is_read_without_stream_errors() {
     let mut stream = subscriber.stream();
     live::nothing_within(&mut stream, Duration::from_secs(2)).await;
     live::create_topic(&topic, 1).await;
-    live::send(
-        &connected.publisher(KafkaPublish::default()),
-        &topic,
-        b"late",
-    )
-    .await;
+    live::send(&live::plain_publisher(&connected), &topic, b"late").await;
     assert_eq!(live::text(&live::next(&mut stream).await), "late");
 }
 
@@ -424,7 +419,7 @@ async fn reopening_the_stream_keeps_buffered_deliveries() {
     let topic = live::topic("reenter", 1).await;
     let connected = live::connect(live::broker()).await;
     let mut subscriber = open(&connected, source(&topic, &live::unique("reenter"))).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     // A poll cancelled while nothing is there, then a fresh stream.
     {
         let mut stream = subscriber.stream();
@@ -457,7 +452,7 @@ async fn batches_are_bounded_ordered_and_settle_per_element() {
     let topic = live::topic("batches", 1).await;
     let group = live::unique("batches");
     let connected = live::connect(live::broker()).await;
-    let publisher = connected.publisher(KafkaPublish::default());
+    let publisher = live::plain_publisher(&connected);
     for i in 0..5 {
         live::send(&publisher, &topic, format!("b{i}").as_bytes()).await;
     }

@@ -83,7 +83,10 @@ async fn misuse_is_refused_and_leaves_the_open_transaction_alone() {
         "{err:?}"
     );
 
-    publisher.begin_transaction().await.expect("begin");
+    publisher
+        .begin_transaction()
+        .await
+        .expect("a transaction opens");
     send(&publisher, &topic, "kept").await;
     let err = publisher.begin_transaction().await.expect_err("busy");
     assert!(
@@ -121,7 +124,10 @@ async fn a_transaction_is_invisible_until_it_commits_and_an_aborted_one_never_sh
     send(&publisher, &topic, "plain-1").await;
     assert_eq!(live::values(&topic, 0, ReadCommitted).await, ["plain-1"]);
 
-    publisher.begin_transaction().await.expect("begin");
+    publisher
+        .begin_transaction()
+        .await
+        .expect("a transaction opens");
     send(&publisher, &topic, "t1").await;
     send(&publisher, &topic, "t2").await;
     // Behind the open transaction on the same partition: held back from read_committed too.
@@ -186,7 +192,10 @@ async fn a_commit_after_the_transaction_timed_out_fails_and_leaves_it_for_abort(
     )
     .await;
     let publisher = paired(&broker, &live::unique("expired")).await;
-    publisher.begin_transaction().await.expect("begin");
+    publisher
+        .begin_transaction()
+        .await
+        .expect("a transaction opens");
     send(&publisher, &topic, "expired").await;
     // The broker looks for expired transactions every 10 s by default; its abort marker
     // moves the last stable offset past the record.
@@ -286,7 +295,10 @@ async fn handles_fail_closed_after_shutdown() {
     )
     .await
     .expect("lanes");
-    publisher.begin_transaction().await.expect("begin");
+    publisher
+        .begin_transaction()
+        .await
+        .expect("a transaction opens");
     broker.shutdown().await.expect("shutdown");
 
     let closed = |err: KafkaError, what: &str| match err {

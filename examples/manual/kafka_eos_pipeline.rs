@@ -43,7 +43,7 @@ where
         outs: &Outs<(Entry,)>,
         ctx: &mut Context<'_, KafkaContext>,
     ) -> Result<(), HandlerOutcome> {
-        let pipeline: &EosPipeline = outs.get(DefaultSlot);
+        let eos: &EosPipeline = outs.get(DefaultSlot);
         // The invoice's topic, partition and offset: the window commits the offset after it
         // together with the postings.
         let source = ctx.context(Source);
@@ -56,8 +56,7 @@ where
             let bytes = serde_json::to_vec(&posting).map_err(|_| HandlerOutcome::drop())?;
             let record = OutgoingMessage::new(POSTINGS, &bytes[..]);
             // On failure the window aborts and hands the invoice back; nothing of it committed.
-            pipeline
-                .publish(&source, record, None)
+            eos.publish(&source, record, None)
                 .await
                 .map_err(|_| HandlerOutcome::retry())?;
         }
@@ -77,7 +76,7 @@ fn app() -> impl App {
     // One id names the pipeline, the subscription's commit mode and the transactional producer.
     let pipeline = EosPublish::new("ledger.manual_kafka_eos_pipeline")
         .commit_interval(Duration::from_millis(50));
-    RustStream::new(AppInfo::new("ledger", "0.1.0")).with_broker(
+    RustStream::new(AppInfo::new("ledger-keeper", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
             b.include(subscriber(invoices(), Post).build())

@@ -62,7 +62,7 @@ fn sessions() -> KafkaTopic {
 fn app() -> impl App {
     let pipeline = EosPublish::new("billing.manual_kafka_eos_replies")
         .commit_interval(Duration::from_millis(50));
-    RustStream::new(AppInfo::new("billing", "0.1.0")).with_broker(
+    RustStream::new(AppInfo::new("invoicing", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
             // Two lanes share the pipeline's one transactional id; a garage always lands on one

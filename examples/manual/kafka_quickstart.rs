@@ -36,8 +36,8 @@ impl Handle<Order> for Place {
 }
 
 fn app() -> impl App {
-    RustStream::new(AppInfo::new("orders", "0.1.0")).with_broker(
-        KafkaBroker::new([live::bootstrap()]).default_group("orders-svc"),
+    RustStream::new(AppInfo::new("order-intake", "0.1.0")).with_broker(
+        KafkaBroker::new([live::bootstrap()]).default_group("order-intake"),
         |b| {
             b.include(subscriber("orders", Place).build());
         },

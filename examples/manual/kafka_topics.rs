@@ -47,7 +47,7 @@ fn app() -> impl App {
     let readings = KafkaTopic::new("meter-readings.manual_kafka_topics")
         .group("billing.manual_kafka_topics")
         .config("fetch.wait.max.ms", "100");
-    RustStream::new(AppInfo::new("billing", "0.1.0")).with_broker(
+    RustStream::new(AppInfo::new("invoicing", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
             b.include(subscriber(readings, Price).reply().build());

@@ -56,16 +56,12 @@ impl SourceOffset {
 }
 
 /// The header value for a source.
-pub(crate) fn encode_source(topic: &str, partition: i32, offset: i64) -> String {
+pub(crate) fn source_header_value(topic: &str, partition: i32, offset: i64) -> String {
     format!("{partition}:{offset}:{topic}")
 }
 
-/// Reads a header value written by [`encode_source`]; `None` when malformed.
-#[allow(
-    dead_code,
-    reason = "read by the exactly-once pipeline (transactions work)"
-)]
-pub(crate) fn decode_source(value: &[u8]) -> Option<(i32, i64, &str)> {
+/// Reads a header value written by [`source_header_value`]; `None` when malformed.
+pub(crate) fn parse_source_header(value: &[u8]) -> Option<(i32, i64, &str)> {
     let text = std::str::from_utf8(value).ok()?;
     let (partition, rest) = text.split_once(':')?;
     let (offset, topic) = rest.split_once(':')?;
@@ -78,7 +74,7 @@ pub(crate) fn decode_source(value: &[u8]) -> Option<(i32, i64, &str)> {
 /// The source a header value names, sharing the value's bytes for the topic.
 pub(crate) fn decode_shared_source(value: Bytes) -> Option<SourceOffset> {
     let text = Str::from_inner(value).ok()?;
-    let (partition, offset, topic) = decode_source(text.as_bytes())?;
+    let (partition, offset, topic) = parse_source_header(text.as_bytes())?;
     Some(SourceOffset {
         topic: text.slice_ref(topic),
         partition,
@@ -100,22 +96,27 @@ impl<C, Options> PublishTransform<ForReply<C>, Options> for EosReplies {
         _options: &mut Option<Options>,
         cx: &PublishContext<'_, C>,
     ) {
-        if let Some(source) = cx.headers().get_shared(EOS_SOURCE_HEADER) {
-            out.headers_mut().insert(EOS_SOURCE_HEADER, source);
-        }
+        // A reply to a delivery that came through no pipeline carries no source: left as is.
+        let Some(source) = cx.headers().get_shared(EOS_SOURCE_HEADER) else {
+            return;
+        };
+        out.headers_mut().insert(EOS_SOURCE_HEADER, source);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{SourceOffset, decode_shared_source, decode_source, encode_source};
+    use super::{SourceOffset, decode_shared_source, parse_source_header, source_header_value};
 
     #[test]
     fn the_source_header_round_trips_topics_with_colons() {
-        let value = encode_source("a:b:c", 3, 42);
-        assert_eq!(decode_source(value.as_bytes()), Some((3, 42, "a:b:c")));
+        let value = source_header_value("a:b:c", 3, 42);
+        assert_eq!(
+            parse_source_header(value.as_bytes()),
+            Some((3, 42, "a:b:c"))
+        );
         for bad in ["", "3", "3:x:orders", "x:42:orders", "3:42:"] {
-            assert_eq!(decode_source(bad.as_bytes()), None, "{bad:?}");
+            assert_eq!(parse_source_header(bad.as_bytes()), None, "{bad:?}");
             assert_eq!(decode_shared_source(bad.as_bytes().to_vec().into()), None);
         }
         assert_eq!(

@@ -53,7 +53,7 @@ use crate::transactional::{
 };
 
 /// Kafka Streams' commit interval under exactly-once.
-const DEFAULT_COMMIT_INTERVAL: Duration = Duration::from_millis(100);
+const WINDOW_INTERVAL: Duration = Duration::from_millis(100);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -71,9 +71,10 @@ pub struct KafkaEosPublish {
 impl KafkaEosPublish {
     /// The pipeline `id`.
     pub fn new(id: impl Into<String>) -> Self {
+        let transactional = KafkaPublish::default().transactional_id(id);
         Self {
-            transactional: KafkaPublish::default().transactional_id(id),
-            commit_interval: DEFAULT_COMMIT_INTERVAL,
+            transactional,
+            commit_interval: WINDOW_INTERVAL,
         }
     }
 
@@ -85,16 +86,22 @@ impl KafkaEosPublish {
 
     /// The deadline of the transaction calls and of a closing window's wait for its
     /// deliveries to settle (default 30 s).
-    pub fn transaction_timeout(mut self, timeout: Duration) -> Self {
-        self.transactional = self.transactional.transaction_timeout(timeout);
-        self
+    pub fn transaction_timeout(self, timeout: Duration) -> Self {
+        let transactional = self.transactional.transaction_timeout(timeout);
+        Self {
+            transactional,
+            ..self
+        }
     }
 
     /// How long a publish may wait for room in the producer's local queue (as
     /// [`KafkaPublish::queue_timeout`]).
-    pub fn queue_timeout(mut self, timeout: Duration) -> Self {
-        self.transactional = self.transactional.queue_timeout(timeout);
-        self
+    pub fn queue_timeout(self, timeout: Duration) -> Self {
+        let transactional = self.transactional.queue_timeout(timeout);
+        Self {
+            transactional,
+            ..self
+        }
     }
 
     /// The pipeline id.
@@ -266,7 +273,7 @@ impl EosPipeline {
         let p = &self.inner;
         p.publisher.state().ensure_open(name)?;
         let record = producer_record(name, payload, headers, options)?;
-        let epoch = self.admit(source).await?;
+        let epoch = self.take_into_window(source).await?;
         let outcome = self.send(epoch, record).await;
         if outcome.is_err() {
             let mut window = lock(&p.window);
@@ -297,7 +304,7 @@ impl EosPipeline {
     }
 
     /// Admits `source` into a window and returns the window's epoch.
-    async fn admit(&self, source: &SourceOffset) -> Result<u64, KafkaError> {
+    async fn take_into_window(&self, source: &SourceOffset) -> Result<u64, KafkaError> {
         let p = &self.inner;
         let key: Key = (source.topic.clone(), source.partition);
         loop {

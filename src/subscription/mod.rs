@@ -17,7 +17,7 @@ pub use topics::KafkaTopics;
 
 use std::fmt;
 
-use crate::broker::ConnState;
+use crate::broker::BrokerState;
 use crate::error::KafkaError;
 use crate::properties::Properties;
 
@@ -158,7 +158,7 @@ impl Settings {
     /// Checks the mode clash (B6) and builds the plan's properties.
     pub(crate) fn plan(
         &self,
-        state: &ConnState,
+        state: &BrokerState,
         name: &str,
         target: Target,
     ) -> Result<Plan, KafkaError> {

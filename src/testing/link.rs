@@ -89,7 +89,7 @@ impl InProcessLink {
 
     /// Installs the harness coordinator (a second install is ignored) and reports what is
     /// outstanding already.
-    pub(crate) fn install(&self, coordinator: Coordinator) {
+    pub(crate) fn attach(&self, coordinator: Coordinator) {
         {
             let mut count = self.count();
             if count.coordinator.is_some() {

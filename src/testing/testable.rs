@@ -9,7 +9,7 @@ use super::link::InProcessLink;
 use crate::broker::{ConnectedKafkaBroker, KafkaBroker};
 use crate::client::{Header, Record};
 use crate::error::KafkaError;
-use crate::message::PARTITION_KEY_HEADER;
+use crate::message::{PARTITION_KEY_HEADER, is_partition_key};
 
 /// librdkafka's default `message.max.bytes`, which the cluster takes as its own limit unless
 /// the producer is allowed more.
@@ -53,7 +53,7 @@ fn link_of(connected: &ConnectedKafkaBroker) -> &InProcessLink {
 impl TestableBroker for ConnectedKafkaBroker {
     fn install_coordinator(&self, coordinator: Coordinator) {
         if let Some(link) = self.state().in_process() {
-            link.install(coordinator);
+            link.attach(coordinator);
         }
     }
 
@@ -66,7 +66,7 @@ impl TestableBroker for ConnectedKafkaBroker {
         let mut headers = Vec::new();
         for (name, _) in message.headers().iter() {
             let value = message.headers().get_shared(name).unwrap_or_default();
-            if name.eq_ignore_ascii_case(PARTITION_KEY_HEADER) {
+            if is_partition_key(name) {
                 key = Some(value);
             } else {
                 headers.push(Header::new(
@@ -135,7 +135,7 @@ fn delivery_headers(record: &Record) -> HeaderMap {
     let mut map = HeaderMap::with_capacity(record.headers.len() + 1);
     for header in &record.headers {
         let name = String::from_utf8_lossy(&header.key).into_owned();
-        if name.eq_ignore_ascii_case(PARTITION_KEY_HEADER) {
+        if is_partition_key(&name) {
             continue;
         }
         map.insert(Str::from(name), header.value.unwrap_or_default());

@@ -16,7 +16,7 @@ use ruststream::{
 use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic};
 use ruststream_kafka::{
     Commit, ConnectedKafkaBroker, KafkaBroker, KafkaError, KafkaMessage, KafkaOptions,
-    KafkaPublisher, KafkaSubscriber, KafkaTopic, StartOffset,
+    KafkaPublish, KafkaPublisher, KafkaSubscriber, KafkaTopic, StartOffset,
 };
 
 /// How long a test waits for a delivery it expects.
@@ -187,23 +187,26 @@ pub fn now_millis() -> i64 {
     .expect("fits")
 }
 
+/// A publisher with the default policy (acks from `producer_config`, no queue timeout).
+pub fn plain_publisher(connected: &ConnectedKafkaBroker) -> KafkaPublisher {
+    connected.publisher(KafkaPublish::default())
+}
+
 /// Publishes `payload` to `topic`.
 pub async fn send(publisher: &KafkaPublisher, topic: &str, payload: &[u8]) {
-    publisher
-        .publish(OutgoingMessage::new(topic, payload), None)
-        .await
-        .unwrap_or_else(|e| panic!("publishing to {topic}: {e}"));
+    let record = OutgoingMessage::new(topic, payload);
+    if let Err(e) = publisher.publish(record, None).await {
+        panic!("publishing to {topic}: {e}");
+    }
 }
 
 /// Publishes `payload` to `partition` of `topic`.
 pub async fn send_to(publisher: &KafkaPublisher, topic: &str, partition: i32, payload: &[u8]) {
-    publisher
-        .publish(
-            OutgoingMessage::new(topic, payload),
-            Some(&KafkaOptions::default().partition(partition)),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("publishing to {topic}[{partition}]: {e}"));
+    let pinned = KafkaOptions::default().partition(partition);
+    let record = OutgoingMessage::new(topic, payload);
+    if let Err(e) = publisher.publish(record, Some(&pinned)).await {
+        panic!("publishing to {topic}[{partition}]: {e}");
+    }
 }
 
 /// Publishes `payload` to `topic` under record key `key`.
@@ -219,10 +222,15 @@ pub async fn send_keyed(publisher: &KafkaPublisher, topic: &str, key: &str, payl
         .unwrap_or_else(|e| panic!("publishing to {topic}: {e}"));
 }
 
+/// A subscription's stream of deliveries, as the helpers below read it.
+pub trait Deliveries: Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin {}
+
+impl<S: Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin> Deliveries for S {}
+
 /// The next delivery, failing the test when none comes within [`WAIT`].
 pub async fn next<S>(stream: &mut S) -> KafkaMessage
 where
-    S: Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin,
+    S: Deliveries,
 {
     let item = tokio::time::timeout(WAIT, stream.next())
         .await
@@ -237,7 +245,7 @@ where
 /// The next `n` deliveries' payloads, acked or not per `ack`.
 pub async fn payloads<S>(stream: &mut S, n: usize, ack: bool) -> Vec<Vec<u8>>
 where
-    S: Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin,
+    S: Deliveries,
 {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
@@ -253,7 +261,7 @@ where
 /// Fails when a delivery arrives within `quiet`.
 pub async fn nothing_within<S>(stream: &mut S, quiet: Duration)
 where
-    S: Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin,
+    S: Deliveries,
 {
     if let Ok(Some(item)) = tokio::time::timeout(quiet, stream.next()).await {
         match item {

@@ -38,6 +38,7 @@ use crate::client::config::ProducerConfig;
 use crate::client::error::{Error, Result};
 use crate::client::records::Header;
 use accumulator::Shared;
+#[cfg(feature = "testing")]
 pub(crate) use accumulator::message_size;
 
 /// A record to send.
