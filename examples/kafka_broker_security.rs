@@ -1,4 +1,4 @@
-//! A secured broker: SASL_SSL with SCRAM-SHA-512, the broker's certificate checked against a CA
+//! A secured broker: `SASL_SSL` with SCRAM-SHA-512, the broker's certificate checked against a CA
 //! file (`ssl.ca.location`; `probe` reads the system's CA bundle instead). A security protocol
 //! the client does not know stops the service at startup, naming `security.protocol`.
 //!
@@ -20,7 +20,7 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
-/// The broker's SASL_SSL listener (`scripts/kafka env` prints it).
+/// The broker's `SASL_SSL` listener (`scripts/kafka env` prints it).
 fn sasl_ssl_listener() -> String {
     std::env::var("KAFKA_SASL_SSL_URL").unwrap_or_else(|_| "localhost:9095".to_owned())
 }

@@ -1,6 +1,6 @@
 //! The service of `examples/kafka_broker_security.rs` without macros: the handler is a type
 //! implementing `Handle`, the reply is mounted with `.reply()`, and `main` runs the command line
-//! by hand. SASL_SSL with SCRAM-SHA-512 and the broker's CA in `ssl.ca.location`.
+//! by hand. `SASL_SSL` with SCRAM-SHA-512 and the broker's CA in `ssl.ca.location`.
 //!
 //! ```text
 //! scripts/kafka up && eval "$(scripts/kafka env | sed 's/^/export /')"
@@ -21,7 +21,7 @@ mod live;
 #[path = "../support/runs.rs"]
 mod runs;
 
-/// The broker's SASL_SSL listener (`scripts/kafka env` prints it).
+/// The broker's `SASL_SSL` listener (`scripts/kafka env` prints it).
 fn sasl_ssl_listener() -> String {
     std::env::var("KAFKA_SASL_SSL_URL").unwrap_or_else(|_| "localhost:9095".to_owned())
 }

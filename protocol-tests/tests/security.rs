@@ -23,8 +23,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 fn env(name: &str) -> String {
     match std::env::var(name) {
         Ok(v) => v,
-        Err(_) => panic!(
-            "{name} is not set: start Kafka with `scripts/kafka up` and export what \
+        Err(e) => panic!(
+            "{name}: {e}; start Kafka with `scripts/kafka up` and export what \
              `scripts/kafka env` prints (live tests never skip)"
         ),
     }
@@ -48,8 +48,8 @@ fn config(url: &str, protocol: SecurityProtocol, sasl: Option<SaslConfig>) -> Cl
     config
 }
 
-fn password(mechanism: SaslMechanism, user: &str, secret: &str) -> Option<SaslConfig> {
-    Some(SaslConfig::with_password(mechanism, user, secret))
+fn password(mechanism: SaslMechanism, user: &str, secret: &str) -> SaslConfig {
+    SaslConfig::with_password(mechanism, user, secret)
 }
 
 async fn connect(config: ClientConfig) -> Client {
@@ -124,10 +124,10 @@ async fn round_trip(config: ClientConfig, label: &str) {
         panic!("subscribe: {e}");
     }
     let mut seen = BTreeSet::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
     while seen.len() < 15 {
         match tokio::time::timeout_at(deadline, consumer.poll()).await {
-            Err(_) => panic!("{label}: only {} of 15 records consumed", seen.len()),
+            Err(elapsed) => panic!("{label}: {elapsed}, {} of 15 records consumed", seen.len()),
             Ok(Err(e)) => panic!("poll: {e}"),
             Ok(Ok(ConsumerEvent::Records(batch))) => {
                 for r in batch.records {
@@ -154,14 +154,18 @@ async fn ssl() {
 #[tokio::test]
 async fn sasl_plaintext_plain() {
     let url = env("KAFKA_SASL_URL");
-    let sasl = password(SaslMechanism::Plain, "alice", "alice-secret");
+    let sasl = Some(password(SaslMechanism::Plain, "alice", "alice-secret"));
     round_trip(config(&url, SecurityProtocol::SaslPlaintext, sasl), "plain").await;
 }
 
 #[tokio::test]
 async fn sasl_plaintext_scram_sha_256() {
     let url = env("KAFKA_SASL_URL");
-    let sasl = password(SaslMechanism::ScramSha256, "alice", "alice-secret");
+    let sasl = Some(password(
+        SaslMechanism::ScramSha256,
+        "alice",
+        "alice-secret",
+    ));
     round_trip(
         config(&url, SecurityProtocol::SaslPlaintext, sasl),
         "scram256",
@@ -172,7 +176,11 @@ async fn sasl_plaintext_scram_sha_256() {
 #[tokio::test]
 async fn sasl_plaintext_scram_sha_512() {
     let url = env("KAFKA_SASL_URL");
-    let sasl = password(SaslMechanism::ScramSha512, "alice", "alice-secret");
+    let sasl = Some(password(
+        SaslMechanism::ScramSha512,
+        "alice",
+        "alice-secret",
+    ));
     round_trip(
         config(&url, SecurityProtocol::SaslPlaintext, sasl),
         "scram512",
@@ -194,7 +202,11 @@ async fn sasl_plaintext_oauthbearer() {
 #[tokio::test]
 async fn sasl_ssl_scram_sha_512() {
     let url = env("KAFKA_SASL_SSL_URL");
-    let sasl = password(SaslMechanism::ScramSha512, "alice", "alice-secret");
+    let sasl = Some(password(
+        SaslMechanism::ScramSha512,
+        "alice",
+        "alice-secret",
+    ));
     round_trip(config(&url, SecurityProtocol::SaslSsl, sasl), "saslssl").await;
 }
 
@@ -221,7 +233,7 @@ async fn refused(config: ClientConfig) -> Error {
     let outcome = tokio::time::timeout(CONNECT_TIMEOUT * 2, Client::connect(config)).await;
     let elapsed = started.elapsed();
     let error = match outcome {
-        Err(_) => panic!("connect hung past twice its timeout"),
+        Err(elapsed) => panic!("connect hung past twice its timeout: {elapsed}"),
         Ok(Ok(_)) => panic!("connect succeeded"),
         Ok(Err(e)) => e,
     };
@@ -236,7 +248,7 @@ async fn refused(config: ClientConfig) -> Error {
 async fn a_wrong_password_fails_authentication() {
     let url = env("KAFKA_SASL_URL");
     for mechanism in [SaslMechanism::Plain, SaslMechanism::ScramSha512] {
-        let sasl = password(mechanism, "alice", "not-her-secret");
+        let sasl = Some(password(mechanism, "alice", "not-her-secret"));
         let e = refused(config(&url, SecurityProtocol::SaslPlaintext, sasl)).await;
         assert!(
             matches!(e, Error::Authentication { .. }),
@@ -251,7 +263,7 @@ async fn a_wrong_password_fails_authentication() {
 async fn an_unknown_user_fails_authentication() {
     let url = env("KAFKA_SASL_URL");
     for mechanism in [SaslMechanism::Plain, SaslMechanism::ScramSha256] {
-        let sasl = password(mechanism, "mallory", "whatever");
+        let sasl = Some(password(mechanism, "mallory", "whatever"));
         let e = refused(config(&url, SecurityProtocol::SaslPlaintext, sasl)).await;
         assert!(
             matches!(e, Error::Authentication { .. }),
@@ -333,7 +345,11 @@ async fn sessions_are_reauthenticated_while_producing() {
     for (label, sasl) in [
         (
             "reauth-scram",
-            password(SaslMechanism::ScramSha512, "alice", "alice-secret"),
+            Some(password(
+                SaslMechanism::ScramSha512,
+                "alice",
+                "alice-secret",
+            )),
         ),
         (
             "reauth-oauth",

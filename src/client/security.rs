@@ -74,7 +74,7 @@ impl fmt::Debug for Secret {
 }
 
 /// Where trusted CA certificates come from (`ssl.ca.location`, `ssl.ca.pem`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Eq, Default)]
 pub enum CaSource {
     /// `probe`, or nothing set: the system's CA bundle, found in the usual Linux places.
     #[default]
@@ -83,6 +83,17 @@ pub enum CaSource {
     Location(PathBuf),
     /// PEM text (`ssl.ca.pem`).
     Pem(String),
+}
+
+impl fmt::Debug for CaSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaSource::System => f.write_str("System"),
+            CaSource::Location(path) => f.debug_tuple("Location").field(path).finish(),
+            // librdkafka counts `ssl.ca.pem` among the sensitive properties.
+            CaSource::Pem(_) => f.write_str("Pem([redacted])"),
+        }
+    }
 }
 
 /// A PEM object given as a file or as text.
@@ -160,7 +171,7 @@ impl SaslMechanism {
         }
     }
 
-    /// The name sent in SaslHandshake.
+    /// The name sent in `SaslHandshake`.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -272,6 +283,7 @@ mod tests {
     fn debug_never_shows_secrets() {
         let sasl = SaslConfig::with_password(SaslMechanism::Plain, "alice", "alice-secret");
         let tls = TlsConfig {
+            ca: CaSource::Pem("-----BEGIN CERTIFICATE-----".into()),
             key: Some(Pem::Text(Secret::new("-----BEGIN PRIVATE KEY-----"))),
             key_password: Some(Secret::new("hunter2")),
             ..TlsConfig::default()

@@ -143,7 +143,12 @@ impl Connection {
     async fn connect_here(address: &str, options: &ConnectionOptions) -> Result<Connection> {
         if let Some(pipe) = super::memory::dial(address) {
             let pipe = pipe.map_err(|e| Error::io(address, e))?;
-            return Self::over(pipe, address, options).await;
+            // The embedded cluster speaks plaintext only: no TLS, no SASL on its pipes.
+            let plain = ConnectionOptions {
+                sasl: None,
+                ..options.clone()
+            };
+            return Self::over(pipe, address, &plain).await;
         }
         // One deadline for TCP, TLS, versions and SASL: a broker that stalls anywhere in the
         // set-up fails the connect instead of holding it.
@@ -491,7 +496,10 @@ async fn reauthenticate(
     timeout: Duration,
 ) {
     loop {
-        let wait = lifetime.mul_f64(0.85 + fastrand::f64() * 0.1);
+        // Bounded both ways: a session of a few milliseconds must not spin, one of centuries
+        // must not overflow a timer.
+        let bounded = lifetime.clamp(Duration::from_millis(100), Duration::from_hours(365 * 24));
+        let wait = bounded.mul_f64(0.85 + fastrand::f64() * 0.1);
         tokio::time::sleep(wait).await;
         if link.wire.is_closed() {
             return;

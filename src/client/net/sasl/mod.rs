@@ -1,4 +1,5 @@
-//! SASL authentication of a connection: SaslHandshake names the mechanism, then SaslAuthenticate
+//! SASL authentication of a connection: `SaslHandshake` names the mechanism, then
+//! `SaslAuthenticate`
 //! carries its messages (KIP-152 framing, the only one Kafka 4 speaks).
 //!
 //! The same exchange runs again on a live connection to re-authenticate (KIP-368) before the
@@ -43,7 +44,7 @@ fn refused(link: &Link, reason: impl Into<String>) -> Error {
     }
 }
 
-/// Turns a SaslAuthenticate answer with an error code into the failure it describes.
+/// Turns a `SaslAuthenticate` answer with an error code into the failure it describes.
 fn check(link: &Link, response: &SaslAuthenticateResponse) -> Result<()> {
     if response.error_code == 0 {
         return Ok(());

@@ -1,6 +1,7 @@
 //! OAUTHBEARER (RFC 7628): the client's message, and librdkafka's unsecured JWTs (tokens with
 //! `"alg":"none"`, for brokers running Kafka's unsecured validator in development).
 
+use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -53,9 +54,9 @@ fn parse_spec(config: &str) -> Result<UnsecuredSpec, String> {
             ));
         };
         match key {
-            "principal" => spec.principal = value.to_owned(),
-            "principalClaimName" => spec.principal_claim = value.to_owned(),
-            "scopeClaimName" => spec.scope_claim = value.to_owned(),
+            "principal" => value.clone_into(&mut spec.principal),
+            "principalClaimName" => value.clone_into(&mut spec.principal_claim),
+            "scopeClaimName" => value.clone_into(&mut spec.scope_claim),
             "scope" => {
                 spec.scopes = value
                     .split(',')
@@ -95,7 +96,9 @@ fn json_string(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
             c => out.push(c),
         }
     }
@@ -113,11 +116,12 @@ fn unsecured_token(spec: &UnsecuredSpec, now: SystemTime) -> OAuthToken {
     );
     if !spec.scopes.is_empty() {
         let scopes: Vec<String> = spec.scopes.iter().map(|s| json_string(s)).collect();
-        claims.push_str(&format!(
+        let _ = write!(
+            claims,
             ",{}:[{}]",
             json_string(&spec.scope_claim),
             scopes.join(",")
-        ));
+        );
     }
     claims.push('}');
     let jwt = format!(

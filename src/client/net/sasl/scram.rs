@@ -82,7 +82,7 @@ fn escape_name(name: &str) -> String {
 }
 
 /// The attribute `key` of a SCRAM message (`k=v` pairs separated by commas).
-fn attribute<'a>(message: &'a str, key: char) -> Option<&'a str> {
+fn attribute(message: &str, key: char) -> Option<&str> {
     message.split(',').find_map(|field| {
         let mut chars = field.chars();
         (chars.next() == Some(key) && chars.next() == Some('=')).then(|| &field[2..])
