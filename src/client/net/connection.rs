@@ -173,7 +173,9 @@ impl Connection {
         #[cfg(feature = "ssl")]
         if let Some(tls) = &options.tls {
             let stream = tls.connect(address, stream).await?;
-            return Self::over(stream, address, options).await;
+            return Self::over(stream, address, options)
+                .await
+                .map_err(|e| super::tls::refused_after_handshake(address, e));
         }
         Self::over(stream, address, options).await
     }

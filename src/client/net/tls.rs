@@ -156,6 +156,21 @@ fn handshake_error(address: &str, host: &str, e: &std::io::Error) -> Error {
     }
 }
 
+/// With TLS 1.3 the client finishes its handshake before the broker has checked the client's
+/// certificate, so a refusal arrives as an alert on the first read: say so as a TLS failure.
+pub(super) fn refused_after_handshake(address: &str, e: Error) -> Error {
+    match &e {
+        Error::Io { source, .. } if source.to_string().contains("alert") => Error::Tls {
+            broker: address.to_owned(),
+            reason: format!(
+                "the broker refused the TLS session ({source}); does it require a client \
+                 certificate (`ssl.certificate.location`, `ssl.key.location`)?"
+            ),
+        },
+        _ => e,
+    }
+}
+
 fn read(path: &Path, property: &str) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| settings_error(format!("`{property}` {}: {e}", path.display())))
 }
