@@ -72,6 +72,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    // Producers spawn their sender task on the runtime they are created in.
+    let _entered = runtime.enter();
     let plain = client(&runtime, &plain_url, false);
     let tls = client(&runtime, &tls_url, true);
     let topic = new_topic(&runtime, &plain, "bench-tls-produce", 6);

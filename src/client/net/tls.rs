@@ -392,6 +392,18 @@ mod tests {
     }
 
     #[test]
+    fn probe_reads_the_system_bundle_where_there_is_one() {
+        // Machines without a CA bundle get the error naming `probe` instead.
+        match system_bundle() {
+            Some(_) => assert!(load_roots(&CaSource::System).is_ok()),
+            None => assert!(
+                load_roots(&CaSource::System)
+                    .is_err_and(|e| e.to_string().contains("ssl.ca.location=probe"))
+            ),
+        }
+    }
+
+    #[test]
     fn hosts_are_taken_from_addresses() {
         assert_eq!(host_of("localhost:9094"), "localhost");
         assert_eq!(host_of("[::1]:9094"), "::1");
