@@ -69,6 +69,48 @@ pub(crate) fn operation<'a>(
     })
 }
 
+#[cfg(feature = "schema-registry")]
+#[derive(Serialize)]
+struct Server<'a> {
+    #[serde(rename = "schemaRegistryUrl")]
+    url: &'a str,
+    #[serde(rename = "schemaRegistryVendor")]
+    vendor: &'static str,
+}
+
+/// The server binding: the schema registry's address (credentials already taken out), when
+/// the broker has a registry reached through the shipped client.
+#[cfg(feature = "schema-registry")]
+pub(crate) fn server(registry_url: Option<&str>) -> Bindings {
+    registry_url.map_or_else(Bindings::new, |url| {
+        kafka(&Server {
+            url,
+            vendor: "confluent",
+        })
+    })
+}
+
+#[cfg(feature = "schema-registry")]
+#[derive(Serialize)]
+struct FramedMessage {
+    #[serde(rename = "schemaIdLocation")]
+    location: &'static str,
+    #[serde(rename = "schemaIdPayloadEncoding")]
+    encoding: &'static str,
+    #[serde(rename = "schemaLookupStrategy")]
+    strategy: &'static str,
+}
+
+/// The message binding of a framing policy: the id rides in the payload, Confluent-encoded.
+#[cfg(feature = "protobuf")]
+pub(crate) fn framed_message(strategy: crate::schema_registry::SubjectStrategy) -> Bindings {
+    kafka(&FramedMessage {
+        location: "payload",
+        encoding: "confluent",
+        strategy: strategy.binding_name(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{channel, operation};
