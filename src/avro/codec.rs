@@ -269,7 +269,6 @@ mod tests {
 
     #[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
     #[serde(rename = "Ticket")]
-    #[avro(name = "Ticket")]
     struct TicketV2 {
         seat: String,
         row: i32,
