@@ -264,12 +264,15 @@ enum Framing {
     OtherFormat(SchemaType),
 }
 
+/// A topic's encoded message-index path and the schema id it was worked out for.
+type TopicPath = (u32, Arc<[u8]>);
+
 /// The framing both the layer and the policy do, with each topic's path kept per schema id.
 #[derive(Clone)]
 struct ProtobufFraming {
     subjects: SubjectMap,
     messages: HashMap<String, String>,
-    paths: Arc<Mutex<HashMap<String, (u32, Arc<[u8]>)>>>,
+    paths: Arc<Mutex<HashMap<String, TopicPath>>>,
 }
 
 impl fmt::Debug for ProtobufFraming {

@@ -40,6 +40,17 @@ message Sticker { string text = 1; }
 message Label { string address = 1; int32 zone = 2; }
 "#;
 
+/// An earlier shape with a field `Shipment` dropped: under FORWARD, readers of it cannot
+/// read `Shipment` data.
+#[derive(Serialize, AvroSchema)]
+#[serde(rename = "Shipment")]
+#[allow(dead_code)]
+struct Older {
+    parcel: String,
+    grams: i64,
+    insured: bool,
+}
+
 fn shipment() -> Shipment {
     Shipment {
         parcel: "p-81".into(),
@@ -259,14 +270,6 @@ async fn connect_refuses_missing_subjects_and_incompatible_models() {
     assert!(err.to_string().contains("gone-value"), "{err}");
 
     // The registry holds a shape this app's model cannot be a successor of.
-    #[derive(Serialize, AvroSchema)]
-    #[serde(rename = "Shipment")]
-    #[allow(dead_code)]
-    struct Older {
-        parcel: String,
-        grams: i64,
-        insured: bool,
-    }
     double.set_level(Some("strict-value"), "FORWARD");
     double.register(
         "strict-value",

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use apache_avro::AvroSchema;
+use apache_avro::types::Value;
 use futures::future::BoxFuture;
 use registry::RegistryDouble;
 use ruststream::codec::Codec;
@@ -23,6 +24,9 @@ use ruststream_kafka::{
     KafkaError, RegisteredSchema, RegistryClient, SchemaCachePolicy, SchemaPrefetch,
     SchemaRegistry, SchemaType,
 };
+use schema_registry_converter::async_impl::avro::{AvroDecoder, AvroEncoder};
+use schema_registry_converter::async_impl::schema_registry::SrSettings;
+use schema_registry_converter::schema_registry_common::SubjectNameStrategy;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema, JsonSchema)]
@@ -38,6 +42,25 @@ struct BookingV2 {
     nights: i32,
     #[avro(default = "false")]
     breakfast: bool,
+}
+
+/// A successor under the same name that drops a field: not BACKWARD-compatible.
+#[derive(Serialize, AvroSchema)]
+#[serde(rename = "Booking")]
+#[allow(dead_code)]
+struct Renamed {
+    visitor: String,
+}
+
+/// A successor adding a field with no default: not BACKWARD-compatible.
+#[derive(Serialize, AvroSchema)]
+#[serde(rename = "Booking")]
+#[allow(dead_code)]
+struct Needy {
+    guest: String,
+    nights: i32,
+    breakfast: bool,
+    room: String,
 }
 
 fn booking_schema() -> String {
@@ -130,12 +153,6 @@ async fn the_registry_error_codes_reach_the_caller() {
         .register_avro::<Booking>("strict-value")
         .await
         .unwrap();
-    #[derive(Serialize, AvroSchema)]
-    #[serde(rename = "Booking")]
-    #[allow(dead_code)]
-    struct Renamed {
-        visitor: String,
-    }
     let err = registry
         .register_avro::<Renamed>("strict-value")
         .await
@@ -169,15 +186,6 @@ async fn compatibility_follows_the_subject_level() {
         Some(true)
     );
     // FORWARD: V2 cannot read V1 data... it can (default). A field with no default cannot.
-    #[derive(Serialize, AvroSchema)]
-    #[serde(rename = "Booking")]
-    #[allow(dead_code)]
-    struct Needy {
-        guest: String,
-        nights: i32,
-        breakfast: bool,
-        room: String,
-    }
     let needy = serde_json::to_string(&Needy::get_schema()).unwrap();
     let err = registry
         .is_compatible("rooms-value", SchemaType::Avro, needy.clone())
@@ -391,8 +399,6 @@ fn independent_client_tls() {
 #[tokio::test]
 async fn our_avro_frames_decode_with_an_independent_implementation() {
     independent_client_tls();
-    use schema_registry_converter::async_impl::avro::AvroDecoder;
-    use schema_registry_converter::async_impl::schema_registry::SrSettings;
 
     let double = RegistryDouble::start().await;
     let registry = SchemaRegistry::new(double.url());
@@ -408,8 +414,8 @@ async fn our_avro_frames_decode_with_an_independent_implementation() {
             nights: 5,
         })
         .unwrap();
-    let decoder = AvroDecoder::new(SrSettings::new(double.url()));
-    let decoded = decoder.decode(Some(&bytes)).await.unwrap();
+    let independent = AvroDecoder::new(SrSettings::new(double.url()));
+    let decoded = independent.decode(Some(&bytes)).await.unwrap();
     let value: Booking = apache_avro::from_value(&decoded.value).unwrap();
     assert_eq!(
         value,
@@ -423,10 +429,6 @@ async fn our_avro_frames_decode_with_an_independent_implementation() {
 #[tokio::test]
 async fn independent_avro_frames_decode_with_ours_resolved_onto_a_reader() {
     independent_client_tls();
-    use apache_avro::types::Value;
-    use schema_registry_converter::async_impl::avro::AvroEncoder;
-    use schema_registry_converter::async_impl::schema_registry::SrSettings;
-    use schema_registry_converter::schema_registry_common::SubjectNameStrategy;
 
     let double = RegistryDouble::start().await;
     double.register("visits-value", "AVRO", &booking_schema());

@@ -182,7 +182,7 @@ impl AvroCodec {
                     .to_owned(),
             ));
         };
-        let Some(typed) = types.get(name) else {
+        let Some(entry) = types.get(name) else {
             let known: Vec<&String> = types.keys().collect();
             return Err(encode_failure(format!(
                 "no subject is registered for record {name:?}; add .register::<{name}>(subject) \
@@ -191,9 +191,9 @@ impl AvroCodec {
             )));
         };
         let registry = prefetch.registry();
-        let Some(registered) = registry.cached_subject(&typed.subject) else {
+        let Some(registered) = registry.cached_subject(&entry.subject) else {
             if prefetch.missing_subject() == MissingSubject::PublishUnframed {
-                let datum = write_value(&typed.schema, value)
+                let datum = write_value(&entry.schema, value)
                     .map_err(|e| CodecError::Encode(Box::new(e)))?;
                 return Ok(BytesMut::from(datum.as_slice()));
             }
@@ -201,7 +201,7 @@ impl AvroCodec {
                 "subject {:?} of record {name:?} is not resolved; attach the codec's \
                  SchemaPrefetch to the broker (KafkaBroker::schema_prefetch) so connect \
                  resolves it, and if it was deleted since, MissingSubject decides what happens",
-                typed.subject
+                entry.subject
             )));
         };
         let writer = parsed(registry, &registered).map_err(|e| CodecError::Encode(Box::new(e)))?;

@@ -3,7 +3,7 @@
 //! TLS runs on rustls with the pure-Rust graviola crypto provider and the platform's trust
 //! store, so the crate builds with no C compiler.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,7 +44,7 @@ pub(crate) struct HttpSettings {
 }
 
 impl HttpSettings {
-    pub(crate) fn new(base_url: String) -> Self {
+    pub(crate) fn new(base_url: &str) -> Self {
         let base_url = base_url.trim_end_matches('/').to_owned();
         Self {
             base_url,
@@ -265,7 +265,7 @@ fn segment(subject: &str) -> String {
         if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
             out.push(char::from(byte));
         } else {
-            out.push_str(&format!("%{byte:02X}"));
+            let _ = write!(out, "%{byte:02X}");
         }
     }
     out
@@ -385,10 +385,10 @@ mod tests {
 
     #[test]
     fn trailing_slashes_go_and_credentials_stay_out_of_the_public_url() {
-        let s = HttpSettings::new("https://svc:pw@registry.example:8081/".into());
+        let s = HttpSettings::new("https://svc:pw@registry.example:8081/");
         assert_eq!(s.base_url, "https://svc:pw@registry.example:8081");
         assert_eq!(s.public_url(), "https://registry.example:8081");
-        let s = HttpSettings::new("http://localhost:8081/sr".into());
+        let s = HttpSettings::new("http://localhost:8081/sr");
         assert_eq!(s.public_url(), "http://localhost:8081/sr");
     }
 

@@ -49,7 +49,7 @@ impl fmt::Debug for SchemaPrefetch {
             .field("subjects", &subjects)
             .field("on_missing_subject", &self.missing)
             .field("check_compatibility", &self.check_compatibility)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

@@ -57,7 +57,7 @@ impl SchemaRegistry {
     /// client, with the default cache. Nothing is sent until a lookup needs it.
     #[must_use]
     pub fn new(base_url: impl Into<String>) -> Self {
-        Self::with_http(HttpSettings::new(base_url.into()))
+        Self::with_http(HttpSettings::new(&base_url.into()))
     }
 
     /// A registry reached through the caller's `client`, with the default cache.

@@ -14,7 +14,12 @@
 //!
 //! Every request is recorded (method, path with query, `Authorization` header) so tests can
 //! count round trips and check credentials; `set_delay` slows every answer down.
-#![allow(dead_code, unreachable_pub, clippy::missing_panics_doc)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::missing_panics_doc,
+    clippy::too_many_lines
+)]
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -144,12 +149,13 @@ fn decode_segment(raw: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&raw[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(&raw[i + 1..i + 3], 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;
@@ -392,10 +398,11 @@ fn route(
                     .subjects
                     .iter()
                     .flat_map(|(name, sub)| {
-                        sub.versions.iter().enumerate().filter_map(move |(v, i)| {
-                            (*i == Some(id as u32))
-                                .then(|| json!({"subject": name, "version": v + 1}))
-                        })
+                        sub.versions
+                            .iter()
+                            .enumerate()
+                            .filter(move |(_, i)| **i == Some(id as u32))
+                            .map(move |(v, _)| json!({"subject": name, "version": v + 1}))
                     })
                     .collect();
                 return Ok(Value::Array(uses));
