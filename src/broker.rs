@@ -501,6 +501,16 @@ impl ConnectedKafkaBroker {
         Arc::clone(&self.state)
     }
 
+    /// The embedded cluster this broker was connected to in process
+    /// (`TestApp::start`, `TestApp::with_state`), `None` for a connection to real servers.
+    /// Its [`faults`](crate::testing::EmbeddedCluster::faults) let a test put the service
+    /// through a rebalance, an expired session, a moved leader or failing requests.
+    #[cfg(feature = "testing")]
+    #[must_use]
+    pub fn embedded_cluster(&self) -> Option<crate::testing::EmbeddedCluster> {
+        self.state.in_process().map(|link| link.cluster.clone())
+    }
+
     /// A plain publisher on the shared producer (what pairing a [`KafkaPublish`] gives).
     #[must_use]
     pub fn publisher(&self, policy: KafkaPublish) -> KafkaPublisher {

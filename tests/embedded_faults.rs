@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ruststream_kafka::client::{
-    Admin, Client, ClientConfig, IsolationLevel, NewTopic, OffsetSpec, PartitionReader, Producer,
-    ProducerConfig, ProducerRecord,
+    Admin, Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, GroupProtocol,
+    IsolationLevel, NewTopic, OffsetReset, OffsetSpec, PartitionReader, Producer, ProducerConfig,
+    ProducerRecord, Subscription,
 };
 use ruststream_kafka::testing::faults::{ApiKey, ResponseError};
 use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
@@ -234,4 +235,111 @@ async fn a_transaction_follows_its_moved_coordinator() {
         p.commit().await.expect("committed");
     }
     assert_eq!(values(&client, "txn-moving").await, ["zero", "one", "two"]);
+}
+
+/// Polls `consumer` until `done` says the events seen so far are enough.
+async fn poll_until(
+    consumer: &mut Consumer,
+    seen: &mut Vec<String>,
+    done: impl Fn(&[String]) -> bool,
+) {
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        while !done(seen) {
+            match consumer.poll().await.expect("polls") {
+                ConsumerEvent::Records(r) => {
+                    for record in r.records {
+                        let value = record.value.unwrap_or_default();
+                        seen.push(format!("record {}", String::from_utf8_lossy(&value)));
+                    }
+                }
+                ConsumerEvent::Assigned(ps) => seen.push(format!("assigned {}", ps.len())),
+                ConsumerEvent::Revoked(r) => seen.push(format!("revoked {}", r.partitions.len())),
+                ConsumerEvent::Lost(ps) => seen.push(format!("lost {}", ps.len())),
+                ConsumerEvent::Error(e) => seen.push(format!("error {e}")),
+            }
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "timed out; events so far: {seen:?}");
+}
+
+/// One member reads, its session is expired under it, and it comes back: the partitions it
+/// held are lost (not revoked), it rejoins under a new membership, and reading goes on from
+/// the committed offset.
+async fn an_expired_session_is_lost_then_rejoined(protocol: GroupProtocol) {
+    let cluster = cluster();
+    let client = connect(&cluster).await;
+    let name = format!("expiring-{protocol:?}");
+    topic(&client, &name).await;
+    let producer = idempotent(&client);
+    deliver(&producer, &name, "before").await;
+
+    let group = format!("{name}-group");
+    let mut consumer = Consumer::new(
+        client.clone(),
+        ConsumerConfig {
+            group_id: Some(group.clone()),
+            group_protocol: protocol,
+            auto_offset_reset: OffsetReset::Earliest,
+            ..ConsumerConfig::default()
+        },
+    )
+    .expect("consumer");
+    consumer
+        .subscribe(Subscription::Topics(vec![name.clone()]))
+        .expect("subscribes");
+    let mut seen = Vec::new();
+    poll_until(&mut consumer, &mut seen, |s| {
+        s.iter().any(|e| e == "record before")
+    })
+    .await;
+    consumer.commit().await.expect("commits");
+    let first = consumer.member().expect("a member");
+
+    let members = cluster.faults().group_members(&group);
+    assert_eq!(members, std::slice::from_ref(&first.member_id));
+    assert!(cluster.faults().expire_session(&group, &first.member_id));
+    assert!(!cluster.faults().expire_session(&group, "nobody"));
+    assert!(cluster.faults().group_members(&group).is_empty());
+
+    deliver(&producer, &name, "after").await;
+    // The member learns of the expiry at its next heartbeat; until then it may go on
+    // fetching, as on Kafka. After the rejoin it reads from the committed offset, so "after"
+    // (never committed) comes again and "before" (committed) does not.
+    let rejoined_and_read = |s: &[String]| {
+        s.iter().position(|e| e == "lost 1").is_some_and(|lost| {
+            s[lost..].iter().any(|e| e == "assigned 1")
+                && s.last().is_some_and(|e| e == "record after")
+        })
+    };
+    poll_until(&mut consumer, &mut seen, rejoined_and_read).await;
+    let lost = seen.iter().position(|e| e == "lost 1").unwrap_or_default();
+    assert!(
+        !seen[lost..].iter().any(|e| e == "record before"),
+        "the committed record is not read again: {seen:?}"
+    );
+    let second = consumer.member().expect("a member again");
+    if protocol == GroupProtocol::Classic {
+        // A classic member that lost its id joins under a new one.
+        assert_ne!(second.member_id, first.member_id, "{seen:?}");
+    } else {
+        // A KIP-848 member keeps the id it made itself and rejoins at epoch 0, into a newer
+        // group epoch.
+        assert!(
+            second.generation > first.generation,
+            "{first:?} then {second:?}"
+        );
+    }
+    assert_eq!(cluster.faults().group_members(&group), [second.member_id]);
+    consumer.close().await.expect("closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_classic_session_is_lost_then_rejoined() {
+    an_expired_session_is_lost_then_rejoined(GroupProtocol::Classic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_kip848_session_is_lost_then_rejoined() {
+    an_expired_session_is_lost_then_rejoined(GroupProtocol::Consumer).await;
 }

@@ -251,6 +251,23 @@ impl Faults {
             .insert((TRANSACTION_KEY, transactional_id.to_owned()), to);
     }
 
+    /// The member ids of consumer group `group` as its coordinator holds them (a classic
+    /// group's in join order); empty when the group is unknown.
+    #[must_use]
+    pub fn group_members(&self, group: &str) -> Vec<String> {
+        crate::testing::cluster::groups::member_ids(&self.shared.state(), group)
+    }
+
+    /// Ends the session of `member_id` in group `group` now, as the coordinator does when no
+    /// heartbeat came within the session timeout: a classic member leaves and the others
+    /// rejoin; a KIP-848 member is fenced (its next heartbeat gets `UNKNOWN_MEMBER_ID`, its
+    /// partitions go to the others). The client notices at its next heartbeat, rejoins, and
+    /// loses the partitions it held meanwhile. Returns `false` when there is no such member.
+    #[must_use = "false when the group has no such member"]
+    pub fn expire_session(&self, group: &str, member_id: &str) -> bool {
+        crate::testing::cluster::groups::expire_session(&self.shared, group, member_id)
+    }
+
     /// Disarms every fault not fired yet. Moved leaders and coordinators stay where they are.
     pub fn clear(&self) {
         let mut plan = self.shared.faults.plan();

@@ -11,7 +11,7 @@
 mod direct;
 mod dispatch;
 mod fetch;
-mod groups;
+pub(crate) mod groups;
 mod list_offsets;
 mod log;
 mod metadata;

@@ -982,9 +982,18 @@ impl ClassicGroup {
         self.generation
     }
 
-    #[cfg(test)]
     pub(super) fn member_ids(&self) -> Vec<String> {
         self.members.iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    /// Ends `id`'s session now, as if its heartbeats had stopped: the member leaves and the
+    /// group rebalances. Returns whether it was a member.
+    pub(super) fn expire(&mut self, now: Instant, limits: Limits, id: &str) -> bool {
+        if !self.members.iter().any(|(known, _)| known == id) {
+            return false;
+        }
+        self.remove_and_rebalance(now, limits, id);
+        true
     }
 }
 

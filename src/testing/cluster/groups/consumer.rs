@@ -486,6 +486,19 @@ impl ConsumerGroup {
             .with_member_epoch(epoch))
     }
 
+    /// The member ids, in no promised order.
+    pub(super) fn member_ids(&self) -> Vec<String> {
+        self.members.keys().cloned().collect()
+    }
+
+    /// Fences `id` now, as the coordinator does when its session times out. Returns whether
+    /// it was a member.
+    pub(super) fn expire(&mut self, id: &str, topics: &Topics) -> bool {
+        let known = self.members.contains_key(id);
+        self.fence(id, topics);
+        known
+    }
+
     /// Removes a member; its partitions are free at once and the group rebalances.
     fn fence(&mut self, id: &str, topics: &Topics) {
         if self.members.remove(id).is_some() {

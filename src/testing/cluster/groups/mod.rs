@@ -177,6 +177,37 @@ fn tick(state: &mut State, group: &str, now: Instant, limits: Limits) -> bool {
     }
 }
 
+/// The members of `group` (classic: in join order), empty for an unknown group.
+pub(crate) fn member_ids(state: &State, group: &str) -> Vec<String> {
+    match state.groups.by_id.get(group) {
+        Some(Group::Classic(g)) => g.member_ids(),
+        Some(Group::Consumer(g)) => g.member_ids(),
+        None => Vec::new(),
+    }
+}
+
+/// Ends the session of `member` of `group` now, as its coordinator's timer would; returns
+/// whether it was a member. The group's timers are re-armed for the rebalance that follows.
+pub(crate) fn expire_session(cluster: &Arc<Shared>, group: &str, member: &str) -> bool {
+    let expired = {
+        let mut state = cluster.state();
+        let State { groups, topics, .. } = &mut *state;
+        let expired = match groups.by_id.get_mut(group) {
+            Some(Group::Classic(g)) => g.expire(Instant::now(), limits(cluster), member),
+            Some(Group::Consumer(g)) => g.expire(member, topics),
+            None => false,
+        };
+        if expired {
+            arm_timer(cluster, &mut state, group);
+        }
+        expired
+    };
+    if expired {
+        cluster.changed.notify_waiters();
+    }
+    expired
+}
+
 fn next_deadline(state: &State, group: &str) -> Option<Instant> {
     match state.groups.by_id.get(group) {
         Some(Group::Classic(g)) => g.next_deadline(),
