@@ -8,13 +8,13 @@ use ruststream::Publisher;
 use ruststream::runtime::{Outgoing, PublishLayer, PublishNext, PublishPipeline};
 
 use super::transcode::json_to_datum;
-use super::{SchemaRegistry, SubjectMap, SubjectStrategy, encode_envelope};
+use super::{SchemaRegistry, SubjectMap, SubjectStrategy, encode_envelope, parse_envelope};
 use crate::error::KafkaError;
 
 /// App-wide publish middleware: every outgoing JSON payload whose topic has a registered
 /// subject is converted to the subject's format (JSON Schema, Avro or Protobuf) and framed
 /// with its id. Topics without a subject publish unchanged (the miss is remembered and logged
-/// once); registry failures fail the publish.
+/// once), as do payloads already framed; registry failures fail the publish.
 ///
 /// The counterpart of [`KafkaBroker::schema_registry`](crate::KafkaBroker::schema_registry),
 /// which turns framed deliveries back into JSON.
@@ -67,6 +67,10 @@ impl SchemaFrame {
     }
 
     async fn reframe(&self, out: &mut Outgoing<'_>) -> Result<(), KafkaError> {
+        // JSON never starts with a zero byte: such a payload was framed upstream.
+        if parse_envelope(out.payload()).is_some() {
+            return Ok(());
+        }
         let topic = out.name().to_owned();
         let message = self.messages.get(&topic).map(String::as_str);
         let Some(schema) = self.subjects.schema_for(&topic, message).await? else {
