@@ -1,0 +1,164 @@
+//! The front desk of `kafka_schema_registry`, without macros: the handler is a `Handle`
+//! impl, the subscription is built by hand, the reply type names its topic through
+//! `OutgoingDestination`.
+//!
+//! ```text
+//! cargo test --example manual_kafka_schema_registry --features testing,schema-registry
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+
+use ruststream::runtime::cli::run_main;
+
+#[path = "../support/live.rs"]
+mod live;
+
+#[cfg(test)]
+#[path = "../support/readback.rs"]
+mod readback;
+
+#[cfg(test)]
+#[path = "../../tests/support/registry.rs"]
+mod registry;
+
+use ruststream_kafka::prelude::*;
+use ruststream_kafka::schema_registry::JsonSchema;
+use ruststream_kafka::{KafkaError, SchemaFrame, SchemaRegistry};
+use serde::{Deserialize, Serialize};
+
+/// A guest asks to hold a room.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Hold {
+    room: u32,
+    guest: String,
+}
+
+/// The desk's answer, framed under `hold-confirmations.sr-manual-value`.
+#[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+struct HoldConfirmed {
+    room: u32,
+    guest: String,
+    nights_left: u32,
+}
+
+impl OutgoingDestination for HoldConfirmed {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "hold-confirmations.sr-manual";
+}
+
+impl MessageHeaders for HoldConfirmed {
+    type Contract = NoHeaders;
+}
+
+struct Confirm;
+
+impl Handle<Hold, HoldConfirmed> for Confirm {
+    fn handle(
+        &self,
+        hold: &Hold,
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<HoldConfirmed, HandlerOutcome>> {
+        ready(Ok(HoldConfirmed {
+            room: hold.room,
+            guest: hold.guest.clone(),
+            nights_left: 3,
+        }))
+    }
+}
+
+fn holds() -> KafkaTopic {
+    KafkaTopic::new("holds.sr-manual").group("front-desk.sr-manual")
+}
+
+/// The service over `registry`: framed deliveries in, framed replies out.
+fn app(registry: SchemaRegistry) -> impl App {
+    let broker = KafkaBroker::new([live::bootstrap()]).schema_registry(registry.clone());
+    RustStream::new(AppInfo::new("front-desk", "0.1.0"))
+        .publish_layer(SchemaFrame::new(registry.clone()))
+        .on_startup(async move |()| {
+            registry
+                .register_json::<HoldConfirmed>("hold-confirmations.sr-manual-value")
+                .await?;
+            Ok::<_, KafkaError>(())
+        })
+        .with_broker(broker, |b| {
+            b.include(subscriber(holds(), Confirm).reply().build());
+        })
+}
+
+fn main() -> ExitCode {
+    run_main(|| {
+        let url = std::env::var("SCHEMA_REGISTRY_URL")
+            .unwrap_or_else(|_| "http://localhost:8081".into());
+        app(SchemaRegistry::new(url))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::prelude::*;
+    use ruststream_kafka::schema_registry::{encode_envelope, parse_envelope};
+    use ruststream_kafka::{SchemaRegistry, SchemaType};
+
+    use super::{HoldConfirmed, app, live, readback, registry::RegistryDouble};
+
+    /// Bytes published exactly as given.
+    #[derive(Serialized, Outgoing)]
+    #[outgoing(name = "holds.sr-manual")]
+    struct Framed(Vec<u8>);
+
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_framed_hold_gets_a_framed_confirmation() -> Result<(), Box<dyn Error>> {
+        live::ensure_topic("holds.sr-manual", 1).await?;
+        live::ensure_topic("hold-confirmations.sr-manual", 1).await?;
+        let before = readback::log_ends("hold-confirmations.sr-manual", 1).await?;
+        let double = RegistryDouble::start().await;
+        let holds = double.register(
+            "holds.sr-manual-value",
+            "JSON",
+            r#"{"type":"object","properties":{"room":{"type":"integer"}}}"#,
+        );
+        let registry = SchemaRegistry::new(double.url());
+
+        let tb = TestApp::start_live_within(app(registry.clone()), Duration::from_secs(30)).await?;
+        let hold = br#"{"room":12,"guest":"Mira"}"#;
+        tb.broker::<KafkaBroker>()
+            .message(&Framed(encode_envelope(holds, hold)))
+            .publish()
+            .await?;
+        tb.broker::<KafkaBroker>()
+            .subscriber("holds.sr-manual")
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+        tb.shutdown().await?;
+
+        let landed = readback::records_since(
+            "hold-confirmations.sr-manual",
+            0,
+            before[0],
+            ruststream_kafka::client::IsolationLevel::ReadCommitted,
+        )
+        .await?;
+        let value = landed[0].value.clone().ok_or("no value")?;
+        let (id, datum) = parse_envelope(&value).ok_or("the confirmation is not framed")?;
+        let subject = registry.warm("hold-confirmations.sr-manual-value").await?;
+        assert_eq!(subject.schema_type(), SchemaType::Json);
+        assert_eq!(id, subject.id());
+        assert_eq!(
+            serde_json::from_slice::<HoldConfirmed>(datum)?,
+            HoldConfirmed {
+                room: 12,
+                guest: "Mira".into(),
+                nights_left: 3
+            }
+        );
+        Ok(())
+    }
+}
