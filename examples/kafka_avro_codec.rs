@@ -54,8 +54,8 @@ async fn collect(pickup: &Pickup) -> PickupReceipt {
 /// The service over `registry`: one codec reads pickups and writes receipts.
 fn app(registry: SchemaRegistry) -> impl App {
     let prefetch = SchemaPrefetch::new(registry);
-    let codec =
-        AvroCodec::registry(&prefetch).register::<PickupReceipt>("pickup-receipts.avro-codec-value");
+    let codec = AvroCodec::registry(&prefetch)
+        .register::<PickupReceipt>("pickup-receipts.avro-codec-value");
     let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(prefetch);
     let replies = codec.clone();
     RustStream::new(AppInfo::new("courier", "0.1.0")).with_broker_codec(broker, codec, |b| {

@@ -59,7 +59,7 @@ async fn book_in(booking: &Booking) -> WorkTicket {
 fn app(registry: SchemaRegistry) -> impl App {
     RustStream::new(AppInfo::new("garage", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
-        |b| {
+        move |b| {
             // The subject's file declares several messages; the ticket is `garage.WorkTicket`.
             b.include(book_in).out_reply(
                 Publish::framed(&registry)
@@ -84,10 +84,10 @@ mod tests {
 
     use prost::Message as _;
     use ruststream::testing::TestApp;
+    use ruststream_kafka::SchemaRegistry;
     use ruststream_kafka::prelude::*;
     use ruststream_kafka::protobuf::decode_confluent;
     use ruststream_kafka::schema_registry::{encode_envelope, parse_envelope};
-    use ruststream_kafka::SchemaRegistry;
 
     use super::{Booking, WorkTicket, app, live, readback, registry::RegistryDouble};
 
@@ -123,15 +123,16 @@ message WorkTicket { string plate = 1; bool major_service = 2; }
         let mut datum = vec![0];
         datum.extend(framed.encode_to_vec());
         let kafka = tb.broker::<KafkaBroker>();
-        kafka.message(&Raw(encode_envelope(bookings, &datum))).publish().await?;
+        kafka
+            .message(&Raw(encode_envelope(bookings, &datum)))
+            .publish()
+            .await?;
         let bare = Booking {
             plate: "KX-2".into(),
             mileage: 900,
         };
         kafka.message(&Raw(bare.encode_to_vec())).publish().await?;
-        kafka
-            .subscriber("bookings.proto-framed")
-            .assert_called(2);
+        kafka.subscriber("bookings.proto-framed").assert_called(2);
         tb.shutdown().await?;
 
         let landed = readback::records_since(

@@ -28,6 +28,11 @@ use serde::{Deserialize, Serialize};
 
 /// A parcel waiting at a counter.
 #[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
 struct Pickup {
     parcel: i64,
     counter: String,
@@ -35,6 +40,11 @@ struct Pickup {
 
 /// What the courier hands back.
 #[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
 struct PickupReceipt {
     parcel: i64,
     signed: bool,
@@ -85,8 +95,8 @@ fn app(registry: SchemaRegistry) -> impl App {
 
 fn main() -> ExitCode {
     run_main(|| {
-        let url = std::env::var("SCHEMA_REGISTRY_URL")
-            .unwrap_or_else(|_| "http://localhost:8081".into());
+        let url =
+            std::env::var("SCHEMA_REGISTRY_URL").unwrap_or_else(|_| "http://localhost:8081".into());
         app(SchemaRegistry::new(url))
     })
 }

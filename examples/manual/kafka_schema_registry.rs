@@ -29,6 +29,11 @@ use serde::{Deserialize, Serialize};
 
 /// A guest asks to hold a room.
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
 struct Hold {
     room: u32,
     guest: String,
@@ -90,8 +95,8 @@ fn app(registry: SchemaRegistry) -> impl App {
 
 fn main() -> ExitCode {
     run_main(|| {
-        let url = std::env::var("SCHEMA_REGISTRY_URL")
-            .unwrap_or_else(|_| "http://localhost:8081".into());
+        let url =
+            std::env::var("SCHEMA_REGISTRY_URL").unwrap_or_else(|_| "http://localhost:8081".into());
         app(SchemaRegistry::new(url))
     })
 }
@@ -112,7 +117,6 @@ mod tests {
     #[derive(Serialized, Outgoing)]
     #[outgoing(name = "holds.sr-manual")]
     struct Framed(Vec<u8>);
-
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_framed_hold_gets_a_framed_confirmation() -> Result<(), Box<dyn Error>> {
