@@ -14,14 +14,6 @@
 #[path = "support/live.rs"]
 mod live;
 
-#[cfg(test)]
-#[path = "support/readback.rs"]
-mod readback;
-
-#[cfg(test)]
-#[path = "../tests/support/registry.rs"]
-mod registry;
-
 // --8<-- [start:app]
 use ruststream_kafka::avro::{AvroCodec, AvroSchema};
 use ruststream_kafka::prelude::*;
@@ -67,84 +59,23 @@ fn app(registry: SchemaRegistry) -> impl App {
 
 #[ruststream::app]
 fn service() -> impl App {
-    let url =
-        std::env::var("SCHEMA_REGISTRY_URL").unwrap_or_else(|_| "http://localhost:8081".into());
-    app(SchemaRegistry::new(url))
+    app(SchemaRegistry::new(live::registry_url()))
 }
 // --8<-- [end:app]
 
 #[cfg(test)]
+#[path = "support/registry_checks.rs"]
+mod checks;
+
+#[cfg(test)]
 mod tests {
-    use std::error::Error;
-    use std::time::Duration;
-
-    use ruststream::codec::Codec;
-    use ruststream::testing::TestApp;
-    use ruststream_kafka::avro::AvroCodec;
-    use ruststream_kafka::prelude::*;
-    use ruststream_kafka::schema_registry::parse_envelope;
-    use ruststream_kafka::{SchemaPrefetch, SchemaRegistry};
-
-    use super::{Pickup, PickupReceipt, app, live, readback, registry::RegistryDouble};
-
-    /// Bytes published exactly as given.
-    #[derive(Serialized, Outgoing)]
-    #[outgoing(name = "pickups.avro-codec")]
-    struct Framed(Vec<u8>);
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_avro_pickup_is_answered_with_an_avro_receipt() -> Result<(), Box<dyn Error>> {
-        live::ensure_topic("pickups.avro-codec", 1).await?;
-        live::ensure_topic("pickup-receipts.avro-codec", 1).await?;
-        let before = readback::log_ends("pickup-receipts.avro-codec", 1).await?;
-        let double = RegistryDouble::start().await;
-        let registry = SchemaRegistry::new(double.url());
-        registry
-            .register_avro::<Pickup>("pickups.avro-codec-value")
-            .await?;
-        let receipts = registry
-            .register_avro::<PickupReceipt>("pickup-receipts.avro-codec-value")
-            .await?;
-
-        // Another producer frames a pickup with its own registry codec.
-        let producer = SchemaPrefetch::new(registry.clone());
-        let framed = AvroCodec::registry(&producer)
-            .register::<Pickup>("pickups.avro-codec-value")
-            .encode(&Pickup {
-                parcel: 77,
-                counter: "north".into(),
-            })?;
-
-        let tb = TestApp::start_live_within(app(registry.clone()), Duration::from_secs(30)).await?;
-        tb.broker::<KafkaBroker>()
-            .message(&Framed(framed.to_vec()))
-            .publish()
-            .await?;
-        tb.broker::<KafkaBroker>()
-            .subscriber("pickups.avro-codec")
-            .assert_called_once()
-            .settled(HandlerOutcome::ack());
-        tb.shutdown().await?;
-
-        let landed = readback::records_since(
-            "pickup-receipts.avro-codec",
-            0,
-            before[0],
-            ruststream_kafka::client::IsolationLevel::ReadCommitted,
+    async fn an_avro_pickup_is_answered_with_an_avro_receipt()
+    -> Result<(), Box<dyn std::error::Error>> {
+        super::checks::avro_pickup_answered::<super::Pickup, super::PickupReceipt, _>(
+            super::app,
+            "avro-codec",
         )
-        .await?;
-        let value = landed[0].value.clone().ok_or("no value")?;
-        let (id, _) = parse_envelope(&value).ok_or("the receipt is not framed")?;
-        assert_eq!(id, receipts);
-        registry.schema_by_id(id).await?;
-        let reader = AvroCodec::registry(&SchemaPrefetch::new(registry));
-        assert_eq!(
-            reader.decode::<PickupReceipt>(&value)?,
-            PickupReceipt {
-                parcel: 77,
-                signed: true
-            }
-        );
-        Ok(())
+        .await
     }
 }

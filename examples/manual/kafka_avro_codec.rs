@@ -13,14 +13,6 @@ use ruststream::runtime::cli::run_main;
 #[path = "../support/live.rs"]
 mod live;
 
-#[cfg(test)]
-#[path = "../support/readback.rs"]
-mod readback;
-
-#[cfg(test)]
-#[path = "../../tests/support/registry.rs"]
-mod registry;
-
 use ruststream_kafka::avro::{AvroCodec, AvroSchema};
 use ruststream_kafka::prelude::*;
 use ruststream_kafka::{SchemaPrefetch, SchemaRegistry};
@@ -102,77 +94,18 @@ fn main() -> ExitCode {
 }
 
 #[cfg(test)]
+#[path = "../support/registry_checks.rs"]
+mod checks;
+
+#[cfg(test)]
 mod tests {
-    use std::error::Error;
-    use std::time::Duration;
-
-    use ruststream::codec::Codec;
-    use ruststream::testing::TestApp;
-    use ruststream_kafka::avro::AvroCodec;
-    use ruststream_kafka::prelude::*;
-    use ruststream_kafka::schema_registry::parse_envelope;
-    use ruststream_kafka::{SchemaPrefetch, SchemaRegistry};
-
-    use super::{Pickup, PickupReceipt, app, live, readback, registry::RegistryDouble};
-
-    /// Bytes published exactly as given.
-    #[derive(Serialized, Outgoing)]
-    #[outgoing(name = "pickups.avro-manual")]
-    struct Framed(Vec<u8>);
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_avro_pickup_is_answered_with_an_avro_receipt() -> Result<(), Box<dyn Error>> {
-        live::ensure_topic("pickups.avro-manual", 1).await?;
-        live::ensure_topic("pickup-receipts.avro-manual", 1).await?;
-        let before = readback::log_ends("pickup-receipts.avro-manual", 1).await?;
-        let double = RegistryDouble::start().await;
-        let registry = SchemaRegistry::new(double.url());
-        registry
-            .register_avro::<Pickup>("pickups.avro-manual-value")
-            .await?;
-        let receipts = registry
-            .register_avro::<PickupReceipt>("pickup-receipts.avro-manual-value")
-            .await?;
-
-        // Another producer frames a pickup with its own registry codec.
-        let producer = SchemaPrefetch::new(registry.clone());
-        let framed = AvroCodec::registry(&producer)
-            .register::<Pickup>("pickups.avro-manual-value")
-            .encode(&Pickup {
-                parcel: 77,
-                counter: "north".into(),
-            })?;
-
-        let tb = TestApp::start_live_within(app(registry.clone()), Duration::from_secs(30)).await?;
-        tb.broker::<KafkaBroker>()
-            .message(&Framed(framed.to_vec()))
-            .publish()
-            .await?;
-        tb.broker::<KafkaBroker>()
-            .subscriber("pickups.avro-manual")
-            .assert_called_once()
-            .settled(HandlerOutcome::ack());
-        tb.shutdown().await?;
-
-        let landed = readback::records_since(
-            "pickup-receipts.avro-manual",
-            0,
-            before[0],
-            ruststream_kafka::client::IsolationLevel::ReadCommitted,
+    async fn an_avro_pickup_is_answered_with_an_avro_receipt()
+    -> Result<(), Box<dyn std::error::Error>> {
+        super::checks::avro_pickup_answered::<super::Pickup, super::PickupReceipt, _>(
+            super::app,
+            "avro-manual",
         )
-        .await?;
-        let value = landed[0].value.clone().ok_or("no value")?;
-        let (id, _) = parse_envelope(&value).ok_or("the receipt is not framed")?;
-        assert_eq!(id, receipts);
-        registry.schema_by_id(id).await?;
-        let reader = AvroCodec::registry(&SchemaPrefetch::new(registry));
-        assert_eq!(
-            reader.decode::<PickupReceipt>(&value)?,
-            PickupReceipt {
-                parcel: 77,
-                signed: true
-            }
-        );
-        Ok(())
+        .await
     }
 }
