@@ -128,4 +128,25 @@ mod tests {
         );
         assert!(operation(None, std::iter::empty()).is_empty());
     }
+
+    #[cfg(feature = "protobuf")]
+    #[test]
+    fn registry_bindings_name_the_vendor_and_the_lookup_strategy() {
+        use crate::SubjectStrategy;
+        let json = serde_json::to_string(&super::server(Some("http://registry:8081")))
+            .expect("serializes");
+        assert!(
+            json.contains("http://registry:8081") && json.contains("confluent"),
+            "{json}"
+        );
+        assert!(super::server(None).is_empty());
+        let json = serde_json::to_string(&super::framed_message(SubjectStrategy::RecordName))
+            .expect("serializes");
+        assert!(
+            json.contains("\"schemaIdLocation\":\"payload\"")
+                && json.contains("\"schemaIdPayloadEncoding\":\"confluent\"")
+                && json.contains("RecordNameStrategy"),
+            "{json}"
+        );
+    }
 }

@@ -535,6 +535,14 @@ mod tests {
     }
 
     #[test]
+    fn the_policy_describes_itself_without_the_registry_password() {
+        let registry = crate::SchemaRegistry::new("https://svc:hunter2@registry.example:8081");
+        let text = format!("{:?}", crate::KafkaPublish::framed(&registry));
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("registry.example:8081"), "{text}");
+    }
+
+    #[test]
     fn lying_or_cut_paths_are_refused() {
         assert_eq!(read_path(&[]), None);
         assert_eq!(read_path(&[200]), None, "a varint with no end");
