@@ -154,6 +154,34 @@ where
     Ok(())
 }
 
+/// `kafka_avro_local`: a bare Avro reading (no envelope) is answered by a bare Avro board
+/// line, each written with its type's own schema.
+#[cfg(feature = "avro")]
+pub async fn bare_avro_answered<In, Out, A>(app: A, suffix: &str) -> Outcome
+where
+    A: App,
+    In: serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema + Send + Sync + 'static,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    In: serde::Serialize,
+{
+    let reading: In =
+        serde_json::from_value(serde_json::json!({"station": "ridge", "tenths_celsius": -15}))?;
+    let line: Out = serde_json::from_value(serde_json::json!({"station": "ridge", "frost": true}))?;
+    let (lanes, _double) = lanes("readings", "board", suffix).await?;
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&reading, &mut datum)?;
+    let landed = exchange(app, &lanes, vec![datum.to_vec()]).await?;
+    let bytes = value(&landed[0])?;
+    assert_eq!(ruststream_kafka::avro::decode::<Out>(&bytes)?, line);
+    Ok(())
+}
+
 /// The `.proto` file both Protobuf subjects hold.
 pub const GARAGE_PROTO: &str = r#"
 syntax = "proto3";
