@@ -69,6 +69,48 @@ pub(crate) fn operation<'a>(
     })
 }
 
+#[cfg(feature = "schema-registry")]
+#[derive(Serialize)]
+struct Server<'a> {
+    #[serde(rename = "schemaRegistryUrl")]
+    url: &'a str,
+    #[serde(rename = "schemaRegistryVendor")]
+    vendor: &'static str,
+}
+
+/// The server binding: the schema registry's address (credentials already taken out), when
+/// the broker has a registry reached through the shipped client.
+#[cfg(feature = "schema-registry")]
+pub(crate) fn server(registry_url: Option<&str>) -> Bindings {
+    registry_url.map_or_else(Bindings::new, |url| {
+        kafka(&Server {
+            url,
+            vendor: "confluent",
+        })
+    })
+}
+
+#[cfg(feature = "schema-registry")]
+#[derive(Serialize)]
+struct FramedMessage {
+    #[serde(rename = "schemaIdLocation")]
+    location: &'static str,
+    #[serde(rename = "schemaIdPayloadEncoding")]
+    encoding: &'static str,
+    #[serde(rename = "schemaLookupStrategy")]
+    strategy: &'static str,
+}
+
+/// The message binding of a framing policy: the id rides in the payload, Confluent-encoded.
+#[cfg(feature = "protobuf")]
+pub(crate) fn framed_message(strategy: crate::schema_registry::SubjectStrategy) -> Bindings {
+    kafka(&FramedMessage {
+        location: "payload",
+        encoding: "confluent",
+        strategy: strategy.binding_name(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{channel, operation};
@@ -85,5 +127,26 @@ mod tests {
             "{json}"
         );
         assert!(operation(None, std::iter::empty()).is_empty());
+    }
+
+    #[cfg(feature = "protobuf")]
+    #[test]
+    fn registry_bindings_name_the_vendor_and_the_lookup_strategy() {
+        use crate::SubjectStrategy;
+        let json = serde_json::to_string(&super::server(Some("http://registry:8081")))
+            .expect("serializes");
+        assert!(
+            json.contains("http://registry:8081") && json.contains("confluent"),
+            "{json}"
+        );
+        assert!(super::server(None).is_empty());
+        let json = serde_json::to_string(&super::framed_message(SubjectStrategy::RecordName))
+            .expect("serializes");
+        assert!(
+            json.contains("\"schemaIdLocation\":\"payload\"")
+                && json.contains("\"schemaIdPayloadEncoding\":\"confluent\"")
+                && json.contains("RecordNameStrategy"),
+            "{json}"
+        );
     }
 }

@@ -59,6 +59,9 @@ pub struct KafkaBroker {
     connect_timeout: Duration,
     flush_timeout: Duration,
     assignment_timeout: Duration,
+    /// The schema registry and prefetch attached to this broker.
+    #[cfg(feature = "schema-registry")]
+    registry_edges: crate::schema_registry::Edges,
 }
 
 /// The servers as `Debug` shows them: credentials written into an address
@@ -90,7 +93,7 @@ impl fmt::Debug for KafkaBroker {
             .field("connect_timeout", &self.connect_timeout)
             .field("flush_timeout", &self.flush_timeout)
             .field("assignment_timeout", &self.assignment_timeout)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -109,7 +112,33 @@ impl KafkaBroker {
             connect_timeout: CONNECT_TIMEOUT,
             flush_timeout: FLUSH_TIMEOUT,
             assignment_timeout: ASSIGNMENT_TIMEOUT,
+            #[cfg(feature = "schema-registry")]
+            registry_edges: crate::schema_registry::Edges::default(),
         }
+    }
+
+    /// Attaches a schema registry for the consume edge: every subscription turns deliveries
+    /// in the Confluent envelope into plain JSON (JSON Schema payloads lose the envelope, Avro
+    /// and Protobuf ones are converted with the schema the id names) before handlers decode
+    /// them. Unframed payloads, and framed ones that cannot be converted (logged), arrive
+    /// untouched. Pair it with the [`SchemaFrame`](crate::SchemaFrame) publish layer for the
+    /// way out. Nothing is asked of the registry until a framed record arrives.
+    #[cfg(feature = "schema-registry")]
+    #[must_use]
+    pub fn schema_registry(mut self, registry: crate::SchemaRegistry) -> Self {
+        self.registry_edges.registry = Some(registry);
+        self
+    }
+
+    /// Attaches the [`SchemaPrefetch`](crate::SchemaPrefetch) the registry codecs were built
+    /// from: `connect` resolves (and checks, or registers) every subject they declared, and
+    /// each subscription caches a framed delivery's writer schema before its codec decodes
+    /// it. Payloads are left framed: the codecs read the envelope themselves.
+    #[cfg(feature = "schema-registry")]
+    #[must_use]
+    pub fn schema_prefetch(mut self, prefetch: crate::SchemaPrefetch) -> Self {
+        self.registry_edges.prefetch = Some(prefetch);
+        self
     }
 
     /// The consumer group of subscriptions that name none (a bare-name subscription needs it).
@@ -247,6 +276,8 @@ impl KafkaBroker {
                 ))));
             }
         };
+        #[cfg(feature = "schema-registry")]
+        self.registry_edges.on_connect().await?;
         Ok(ConnectedKafkaBroker {
             state: Arc::new(BrokerState {
                 servers: self.servers,
@@ -265,6 +296,8 @@ impl KafkaBroker {
                 opened: std::sync::Mutex::new(Vec::new()),
                 #[cfg(feature = "testing")]
                 in_process: link,
+                #[cfg(feature = "schema-registry")]
+                registry_edges: self.registry_edges,
             }),
         })
     }
@@ -277,7 +310,16 @@ impl DescribeServer for KafkaBroker {
             .iter()
             .map(|s| ServerSpec::host_from_url(s))
             .collect();
-        ServerSpec::new(hosts.join(","), "kafka")
+        let spec = ServerSpec::new(hosts.join(","), "kafka");
+        #[cfg(all(feature = "schema-registry", feature = "asyncapi"))]
+        let spec = spec.bindings(crate::bindings::server(
+            self.registry_edges
+                .registry
+                .as_ref()
+                .and_then(crate::SchemaRegistry::public_url)
+                .as_deref(),
+        ));
+        spec
     }
 }
 
@@ -308,6 +350,9 @@ pub(crate) struct BrokerState {
     /// The embedded cluster of an in-process connection.
     #[cfg(feature = "testing")]
     in_process: Link,
+    /// The schema registry edges the subscriptions apply.
+    #[cfg(feature = "schema-registry")]
+    registry_edges: crate::schema_registry::Edges,
 }
 
 /// A subscription as routing sees it.
@@ -349,6 +394,11 @@ impl fmt::Debug for BrokerState {
 }
 
 impl BrokerState {
+    #[cfg(feature = "schema-registry")]
+    pub(crate) fn registry_edges(&self) -> &crate::schema_registry::Edges {
+        &self.registry_edges
+    }
+
     pub(crate) fn default_group(&self) -> Option<&str> {
         self.default_group.as_deref()
     }

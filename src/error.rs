@@ -59,6 +59,28 @@ pub enum KafkaError {
         /// The transactional id.
         id: String,
     },
+
+    /// The schema registry failed a request, does not hold a subject or id a codec needs, or
+    /// judged a schema incompatible with the subject's versions.
+    #[cfg(feature = "schema-registry")]
+    #[error("schema registry error: {0}")]
+    SchemaRegistry(#[source] Box<dyn StdError + Send + Sync>),
+
+    /// A schema registry request got no answer within the registry's `request_timeout`.
+    #[cfg(feature = "schema-registry")]
+    #[error("schema registry request {request} did not answer within {timeout:?}")]
+    SchemaRegistryTimeout {
+        /// The request path, e.g. `/schemas/ids/7`.
+        request: String,
+        /// The bound that elapsed.
+        timeout: std::time::Duration,
+    },
+
+    /// An Avro or Protobuf value could not be written or read, or a payload's Confluent
+    /// envelope is malformed.
+    #[cfg(feature = "schema-registry")]
+    #[error("wire format error: {0}")]
+    WireFormat(#[source] Box<dyn StdError + Send + Sync>),
 }
 
 impl KafkaError {
@@ -81,6 +103,30 @@ impl KafkaError {
     /// A plain message as an error source.
     pub(crate) fn text(message: impl Into<String>) -> Box<dyn StdError + Send + Sync> {
         message.into().into()
+    }
+
+    #[cfg(feature = "schema-registry")]
+    pub(crate) fn registry(err: impl StdError + Send + Sync + 'static) -> Self {
+        Self::SchemaRegistry(Box::new(err))
+    }
+
+    #[cfg(feature = "schema-registry")]
+    pub(crate) fn registry_text(message: impl Into<String>) -> Self {
+        Self::SchemaRegistry(Self::text(message))
+    }
+
+    #[cfg(feature = "schema-registry")]
+    #[cfg_attr(
+        not(any(feature = "avro", feature = "protobuf")),
+        allow(dead_code, reason = "the Avro and Protobuf codecs report through it")
+    )]
+    pub(crate) fn wire(err: impl StdError + Send + Sync + 'static) -> Self {
+        Self::WireFormat(Box::new(err))
+    }
+
+    #[cfg(feature = "schema-registry")]
+    pub(crate) fn wire_text(message: impl Into<String>) -> Self {
+        Self::WireFormat(Self::text(message))
     }
 
     pub(crate) fn closed(topic: impl Into<String>) -> Self {

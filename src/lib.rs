@@ -12,6 +12,8 @@
 //! ([`properties`]).
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "avro")]
+pub mod avro;
 #[cfg(feature = "asyncapi")]
 mod bindings;
 mod broker;
@@ -23,8 +25,12 @@ mod error;
 mod message;
 pub mod prelude;
 pub mod properties;
+#[cfg(feature = "protobuf")]
+pub mod protobuf;
 mod publisher;
 mod redelivery;
+#[cfg(feature = "schema-registry")]
+pub mod schema_registry;
 mod seek;
 mod subscriber;
 mod subscription;
@@ -38,8 +44,16 @@ pub use distribution::RoundRobin;
 pub use eos::{EOS_SOURCE_HEADER, EosPipeline, EosReplies, KafkaEosPublish, SourceOffset};
 pub use error::KafkaError;
 pub use message::{KafkaMessage, PARTITION_KEY_HEADER};
+#[cfg(feature = "protobuf")]
+pub use protobuf::{KafkaFramedPublish, KafkaFramedPublisher, ProtobufFrame};
 pub use publisher::{KafkaOptions, KafkaPublish, KafkaPublishSteps, KafkaPublisher};
 pub use redelivery::ToSourceTopic;
+#[cfg(feature = "schema-registry")]
+pub use schema_registry::{
+    HttpRegistryClient, MemorySchemaCache, MissingSubject, RegisteredSchema, RegistryClient,
+    SchemaCache, SchemaCachePolicy, SchemaFrame, SchemaFramed, SchemaPrefetch, SchemaRegistry,
+    SchemaType, SubjectStrategy,
+};
 pub use seek::{KafkaPosition, KafkaSeeker};
 pub use subscriber::KafkaSubscriber;
 pub use subscription::{

@@ -73,6 +73,12 @@ impl KafkaMessage {
         message
     }
 
+    /// Replaces the payload handlers see (the registry edge's JSON for a framed record).
+    #[cfg(feature = "schema-registry")]
+    pub(crate) fn replace_payload(&mut self, payload: Vec<u8>) {
+        self.record.value = Some(payload.into());
+    }
+
     /// The topic the record came from.
     #[must_use]
     pub fn topic(&self) -> &str {

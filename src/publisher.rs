@@ -86,6 +86,16 @@ impl KafkaPublish {
         KafkaTransactionalPublish::new(id.into(), self.queue_timeout)
     }
 
+    /// A policy that frames Protobuf payloads in the Confluent format before this one sends
+    /// them: the id of the topic's subject and the message-index path go in front of the
+    /// message. A topic without a subject, or with a subject of another format, fails the
+    /// publish. Pair it with `#[wire(decode = ruststream_kafka::protobuf::decode_confluent)]`
+    /// on the reading side.
+    #[cfg(feature = "protobuf")]
+    pub fn framed(registry: &crate::SchemaRegistry) -> crate::KafkaFramedPublish {
+        crate::KafkaFramedPublish::over(Self::default(), registry)
+    }
+
     pub(crate) const fn queue_bound(self) -> Option<Duration> {
         self.queue_timeout
     }

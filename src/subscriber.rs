@@ -336,6 +336,9 @@ pub struct KafkaSubscriber {
     current: Option<Current>,
     /// An error met inside an open batch, yielded after the batch.
     pending_error: Option<KafkaError>,
+    /// A delivery waiting on the schema registry, handed out before anything else.
+    #[cfg(feature = "schema-registry")]
+    resolving: std::sync::Mutex<Option<futures::future::BoxFuture<'static, KafkaMessage>>>,
 }
 
 struct Current {
@@ -382,9 +385,90 @@ impl KafkaSubscriber {
             .map_err(|e| KafkaError::Subscribe(Box::new(e)))?
     }
 
+    /// The next delivery after the registry edges. A delivery waiting on the registry is kept
+    /// in the subscriber, so dropping a poll loses nothing.
+    #[cfg(feature = "schema-registry")]
+    fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Result<KafkaMessage, KafkaError>> {
+        if let Some(waiting) = self.poll_resolving(cx) {
+            return waiting.map(Ok);
+        }
+        match self.poll_raw(cx) {
+            Poll::Ready(Ok(message)) => match self.through_edges(message) {
+                Some(message) => Poll::Ready(Ok(message)),
+                None => self
+                    .poll_resolving(cx)
+                    .map_or(Poll::Pending, |waiting| waiting.map(Ok)),
+            },
+            other => other,
+        }
+    }
+
+    #[cfg(not(feature = "schema-registry"))]
+    fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Result<KafkaMessage, KafkaError>> {
+        self.poll_raw(cx)
+    }
+
+    /// Polls the delivery waiting on the registry; `None` when there is none.
+    #[cfg(feature = "schema-registry")]
+    fn poll_resolving(&mut self, cx: &mut Context<'_>) -> Option<Poll<KafkaMessage>> {
+        let slot = self
+            .resolving
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let waiting = slot.as_mut()?;
+        let polled = waiting.as_mut().poll(cx);
+        if polled.is_ready() {
+            *slot = None;
+        }
+        Some(polled)
+    }
+
+    /// Applies the registry edges to `message`: at once when its schema is at hand, else it
+    /// waits in `resolving` (and `None` is returned).
+    #[cfg(feature = "schema-registry")]
+    fn through_edges(&mut self, mut message: KafkaMessage) -> Option<KafkaMessage> {
+        use ruststream::IncomingMessage as _;
+
+        let edges = self.core.state.registry_edges();
+        let Some(id) = edges.needs_fetch(message.payload()) else {
+            if let Some(json) = edges.transcode(message.payload(), None) {
+                message.replace_payload(json);
+            }
+            return Some(message);
+        };
+        let edges = edges.clone();
+        let waiting = Box::pin(async move {
+            let fetched = edges.fetch(id).await;
+            if let Some(json) = edges.transcode(message.payload(), fetched) {
+                message.replace_payload(json);
+            }
+            message
+        });
+        *self
+            .resolving
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(waiting);
+        None
+    }
+
+    /// A ready delivery for a batch after the first, through the edges; one that must wait
+    /// on the registry ends the batch and comes first in the next.
+    #[cfg(feature = "schema-registry")]
+    fn take_for_batch(&mut self) -> Option<Result<KafkaMessage, KafkaError>> {
+        match self.take_ready()? {
+            Ok(message) => self.through_edges(message).map(Ok),
+            Err(err) => Some(Err(err)),
+        }
+    }
+
+    #[cfg(not(feature = "schema-registry"))]
+    fn take_for_batch(&mut self) -> Option<Result<KafkaMessage, KafkaError>> {
+        self.take_ready()
+    }
+
     /// The next delivery, or `Pending` (with the task registered to be woken). Nothing is
     /// taken unless it is returned, so dropping a poll loses nothing.
-    fn poll_item(&mut self, cx: &mut Context<'_>) -> Poll<Result<KafkaMessage, KafkaError>> {
+    fn poll_raw(&mut self, cx: &mut Context<'_>) -> Poll<Result<KafkaMessage, KafkaError>> {
         if let Some(err) = self.pending_error.take() {
             return Poll::Ready(Err(err));
         }
@@ -522,7 +606,7 @@ impl Stream for KafkaBatches<'_> {
         let mut batch = Vec::with_capacity(this.size.get().min(64));
         batch.push(first);
         while batch.len() < this.size.get() {
-            match subscriber.take_ready() {
+            match subscriber.take_for_batch() {
                 Some(Ok(message)) => batch.push(message),
                 Some(Err(err)) => {
                     subscriber.pending_error = Some(err);
@@ -693,6 +777,8 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
         core,
         current: None,
         pending_error: None,
+        #[cfg(feature = "schema-registry")]
+        resolving: std::sync::Mutex::new(None),
     })
 }
 

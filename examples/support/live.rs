@@ -16,6 +16,12 @@ pub fn bootstrap() -> String {
     std::env::var("KAFKA_TEST_URL").unwrap_or_else(|_| "localhost:9092".to_owned())
 }
 
+/// The schema registry the registry examples' `main` talks to: `SCHEMA_REGISTRY_URL`, else
+/// the registry's usual local port.
+pub fn registry_url() -> String {
+    std::env::var("SCHEMA_REGISTRY_URL").unwrap_or_else(|_| "http://localhost:8081".into())
+}
+
 /// With `KAFKA_TEST_TARGET=embedded`, the live tests run against an embedded cluster this
 /// process starts, reached through the ordinary `connect`.
 #[cfg(feature = "testing")]

@@ -1,0 +1,284 @@
+//! What the registry examples and their manual twins check, written once: each check takes
+//! the app factory and the topic suffix its example uses, and runs live against the broker of
+//! `support/live.rs` and a registry double started in the test process.
+#![allow(dead_code)]
+
+use std::error::Error;
+use std::time::Duration;
+
+use ruststream::codec::Codec;
+use ruststream::testing::TestApp;
+use ruststream_kafka::SchemaRegistry;
+use ruststream_kafka::client::{IsolationLevel, Record};
+use ruststream_kafka::prelude::*;
+use ruststream_kafka::schema_registry::{encode_envelope, parse_envelope};
+
+use super::live;
+
+#[path = "readback.rs"]
+mod readback;
+#[path = "../../tests/support/registry.rs"]
+mod registry;
+
+use registry::RegistryDouble;
+
+type Outcome<T = ()> = Result<T, Box<dyn Error>>;
+
+/// Bytes published exactly as given, to whatever topic `to` names.
+#[derive(Serialized, Outgoing)]
+struct Raw(Vec<u8>);
+
+/// The topics of one run: requests in, answers out, and where the answer log ended before.
+struct Lanes {
+    requests: String,
+    answers: String,
+    before: i64,
+}
+
+/// The run's topics (`{requests}.{suffix}`, `{answers}.{suffix}`), created if missing, and a
+/// fresh registry double.
+async fn lanes(requests: &str, answers: &str, suffix: &str) -> Outcome<(Lanes, RegistryDouble)> {
+    let requests = format!("{requests}.{suffix}");
+    let answers = format!("{answers}.{suffix}");
+    live::ensure_topic(&requests, 1).await?;
+    live::ensure_topic(&answers, 1).await?;
+    let before = readback::log_ends(&answers, 1).await?[0];
+    let lanes = Lanes {
+        requests,
+        answers,
+        before,
+    };
+    Ok((lanes, RegistryDouble::start().await))
+}
+
+/// Starts `app`, publishes `payloads` to the request topic, waits until the handler ran once
+/// per payload, shuts down, and answers the records that reached the answer topic.
+async fn exchange<A: App>(app: A, lanes: &Lanes, payloads: Vec<Vec<u8>>) -> Outcome<Vec<Record>> {
+    let tb = TestApp::start_live_within(app, Duration::from_secs(30)).await?;
+    let kafka = tb.broker::<KafkaBroker>();
+    let count = payloads.len();
+    for payload in payloads {
+        kafka
+            .message(&Raw(payload))
+            .to(&lanes.requests)
+            .publish()
+            .await?;
+    }
+    kafka.subscriber(&lanes.requests).assert_called(count);
+    tb.shutdown().await?;
+    let records = readback::records_since(
+        &lanes.answers,
+        0,
+        lanes.before,
+        IsolationLevel::ReadCommitted,
+    )
+    .await?;
+    Ok(records)
+}
+
+fn value(record: &Record) -> Outcome<Vec<u8>> {
+    Ok(record
+        .value
+        .clone()
+        .ok_or("a record without a value")?
+        .to_vec())
+}
+
+/// `kafka_schema_registry`: a JSON-framed hold is answered by a confirmation the layer frames
+/// under its JSON Schema subject.
+pub async fn framed_hold_confirmed<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let (lanes, double) = lanes("holds", "hold-confirmations", suffix).await?;
+    let holds = double.register(
+        &format!("{}-value", lanes.requests),
+        "JSON",
+        r#"{"type":"object","properties":{"room":{"type":"integer"}}}"#,
+    );
+    let registry = SchemaRegistry::new(double.url());
+    let hold = encode_envelope(holds, br#"{"room":12,"guest":"Mira"}"#);
+    let landed = exchange(app(registry.clone()), &lanes, vec![hold]).await?;
+    let framed = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&framed).ok_or("the confirmation is not framed")?;
+    let subject = registry.warm(&format!("{}-value", lanes.answers)).await?;
+    assert_eq!(subject.schema_type(), ruststream_kafka::SchemaType::Json);
+    assert_eq!(id, subject.id());
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(datum)?,
+        serde_json::json!({"room": 12, "guest": "Mira", "nights_left": 3})
+    );
+    Ok(())
+}
+
+/// `kafka_avro_codec`: an Avro pickup framed by another producer is answered by an Avro
+/// receipt framed under the receipt subject.
+#[cfg(feature = "avro")]
+pub async fn avro_pickup_answered<In, Out, A>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    In: serde::Serialize + serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    use ruststream_kafka::SchemaPrefetch;
+    use ruststream_kafka::avro::AvroCodec;
+
+    let pickup: In = serde_json::from_value(serde_json::json!({"parcel": 77, "counter": "north"}))?;
+    let receipt: Out = serde_json::from_value(serde_json::json!({"parcel": 77, "signed": true}))?;
+
+    let (lanes, double) = lanes("pickups", "pickup-receipts", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let pickups = format!("{}-value", lanes.requests);
+    registry.register_avro::<In>(&pickups).await?;
+    let receipts = registry
+        .register_avro::<Out>(&format!("{}-value", lanes.answers))
+        .await?;
+    // Another producer frames the pickup with its own registry codec.
+    let producer = SchemaPrefetch::new(registry.clone());
+    let framed = AvroCodec::registry(&producer)
+        .register::<In>(pickups)
+        .encode(&pickup)?;
+    let landed = exchange(app(registry.clone()), &lanes, vec![framed.to_vec()]).await?;
+    let bytes = value(&landed[0])?;
+    let (id, _) = parse_envelope(&bytes).ok_or("the receipt is not framed")?;
+    assert_eq!(id, receipts);
+    registry.schema_by_id(id).await?;
+    let reader = AvroCodec::registry(&SchemaPrefetch::new(registry));
+    assert_eq!(reader.decode::<Out>(&bytes)?, receipt);
+    Ok(())
+}
+
+/// `kafka_avro_local`: a bare Avro reading (no envelope) is answered by a bare Avro board
+/// line, each written with its type's own schema.
+#[cfg(feature = "avro")]
+pub async fn bare_avro_answered<In, Out, A>(app: A, suffix: &str) -> Outcome
+where
+    A: App,
+    In: serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema + Send + Sync + 'static,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    In: serde::Serialize,
+{
+    let reading: In =
+        serde_json::from_value(serde_json::json!({"station": "ridge", "tenths_celsius": -15}))?;
+    let line: Out = serde_json::from_value(serde_json::json!({"station": "ridge", "frost": true}))?;
+    let (lanes, _double) = lanes("readings", "board", suffix).await?;
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&reading, &mut datum)?;
+    let landed = exchange(app, &lanes, vec![datum.to_vec()]).await?;
+    let bytes = value(&landed[0])?;
+    assert_eq!(ruststream_kafka::avro::decode::<Out>(&bytes)?, line);
+    Ok(())
+}
+
+/// The `.proto` file both Protobuf subjects hold.
+pub const GARAGE_PROTO: &str = r#"
+syntax = "proto3";
+package garage;
+message Booking { string plate = 1; uint32 mileage = 2; }
+message WorkTicket { string plate = 1; bool major_service = 2; }
+"#;
+
+/// The messages of [`GARAGE_PROTO`], compiled at run time so the checks need no generated
+/// types.
+#[cfg(feature = "protobuf")]
+fn garage() -> Outcome<prost_reflect::DescriptorPool> {
+    struct Garage;
+    impl protox::file::FileResolver for Garage {
+        fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
+            protox::file::File::from_source(name, GARAGE_PROTO)
+        }
+    }
+    let mut compiler = protox::Compiler::with_file_resolver(Garage);
+    compiler.open_file("garage.proto")?;
+    Ok(compiler.descriptor_pool())
+}
+
+/// A `garage.Booking` as protobuf bytes.
+#[cfg(feature = "protobuf")]
+fn booking(pool: &prost_reflect::DescriptorPool, plate: &str, mileage: u32) -> Outcome<Vec<u8>> {
+    use prost::Message as _;
+    use prost_reflect::{DynamicMessage, Value};
+    let descriptor = pool
+        .get_message_by_name("garage.Booking")
+        .ok_or("no Booking")?;
+    let mut message = DynamicMessage::new(descriptor);
+    message.set_field_by_name("plate", Value::String(plate.into()));
+    message.set_field_by_name("mileage", Value::U32(mileage));
+    Ok(message.encode_to_vec())
+}
+
+/// A `garage.WorkTicket` (after envelope and path) as (plate, major service).
+#[cfg(feature = "protobuf")]
+fn ticket(pool: &prost_reflect::DescriptorPool, bytes: &[u8]) -> Outcome<(String, bool)> {
+    use prost_reflect::DynamicMessage;
+    let descriptor = pool
+        .get_message_by_name("garage.WorkTicket")
+        .ok_or("no WorkTicket")?;
+    let message = DynamicMessage::decode(descriptor, bytes)?;
+    let plate = message.get_field_by_name("plate").ok_or("no plate")?;
+    let major = message
+        .get_field_by_name("major_service")
+        .ok_or("no flag")?;
+    Ok((
+        plate.as_str().unwrap_or_default().to_owned(),
+        major.as_bool().unwrap_or_default(),
+    ))
+}
+
+/// `kafka_protobuf_framed`: a framed and a bare booking are both answered by tickets the
+/// policy frames as `garage.WorkTicket` (index path `[1]`).
+#[cfg(feature = "protobuf")]
+pub async fn bookings_get_framed_tickets<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let pool = garage()?;
+    let bookings = [
+        booking(&pool, "KX-1", 61_000)?,
+        booking(&pool, "KX-2", 900)?,
+    ];
+    let (lanes, double) = lanes("bookings", "work-tickets", suffix).await?;
+    let booking_id = double.register(
+        &format!("{}-value", lanes.requests),
+        "PROTOBUF",
+        GARAGE_PROTO,
+    );
+    let tickets = double.register(
+        &format!("{}-value", lanes.answers),
+        "PROTOBUF",
+        GARAGE_PROTO,
+    );
+    assert_eq!(booking_id, tickets, "one schema, one id");
+    let [framed, bare] = bookings;
+    // Booking is the file's first message: its index path is the single byte 0.
+    let mut datum = vec![0];
+    datum.extend(framed);
+    let payloads = vec![encode_envelope(booking_id, &datum), bare];
+    let landed = exchange(app(SchemaRegistry::new(double.url())), &lanes, payloads).await?;
+    let mut plates = Vec::new();
+    for record in &landed {
+        let bytes = value(record)?;
+        let (id, datum) = parse_envelope(&bytes).ok_or("a ticket is not framed")?;
+        assert_eq!(id, tickets);
+        assert_eq!(&datum[..2], &[2, 2], "WorkTicket is message [1]");
+        plates.push(ticket(&pool, &datum[2..])?);
+    }
+    plates.sort();
+    assert_eq!(
+        plates,
+        [("KX-1".to_owned(), true), ("KX-2".to_owned(), false)]
+    );
+    Ok(())
+}
