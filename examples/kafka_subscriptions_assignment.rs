@@ -17,6 +17,10 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -33,7 +37,7 @@ async fn tally(vote: &Vote, Ctx(partition): Ctx<Partition>) -> Counted {
     }
 }
 
-fn service(group: &str) -> impl App {
+fn service(group: &str) -> impl App<State = ()> {
     RustStream::new(AppInfo::new("tally", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]).default_group(group),
         |b| {
@@ -43,7 +47,7 @@ fn service(group: &str) -> impl App {
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     service("tally")
 }
 // --8<-- [end:app]
@@ -77,6 +81,56 @@ mod tests {
     use super::{Counted, Vote, service};
 
     const VOTES: &str = "votes.kafka_subscriptions_assignment";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_member_reads_both_partitions_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_prepared(service(&fresh("tally")), (), |cluster| {
+                let _ = cluster.create_topic(VOTES, 2);
+                Ok(())
+            })
+            .await?;
+
+        super::in_process::seed(
+            &cluster,
+            VOTES,
+            Some(0),
+            &[Vote {
+                candidate: "Okafor".to_owned(),
+            }],
+        )?;
+        super::in_process::seed(
+            &cluster,
+            VOTES,
+            Some(1),
+            &[Vote {
+                candidate: "Lindqvist".to_owned(),
+            }],
+        )?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let counted = || kafka.published::<Counted>("counted.kafka_subscriptions_assignment");
+        eventually("both votes counted", || counted().messages().len() >= 2).await?;
+        let mut boxes = counted().decoded();
+        boxes.sort_by_key(|counted| counted.ballot_box);
+        assert_eq!(
+            boxes,
+            [
+                Counted {
+                    candidate: "Okafor".to_owned(),
+                    ballot_box: 0,
+                },
+                Counted {
+                    candidate: "Lindqvist".to_owned(),
+                    ballot_box: 1,
+                },
+            ]
+        );
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lone_member_reads_both_partitions() -> Result<(), Box<dyn Error>> {

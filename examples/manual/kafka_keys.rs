@@ -117,6 +117,7 @@ mod tests {
     }
 
     /// The record key as the harness takes it: the `kafka-partition-key` header.
+    #[cfg(feature = "testing")]
     #[derive(serde::Serialize)]
     struct RoomKey<'a> {
         #[serde(rename = "kafka-partition-key")]

@@ -21,6 +21,10 @@ mod live;
 #[path = "../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::context::KafkaContext;
 use ruststream_kafka::prelude::*;
@@ -42,7 +46,7 @@ impl Handle<Vote, Counted, (), KafkaContext> for Tally {
     }
 }
 
-fn service(group: &str) -> impl App {
+fn service(group: &str) -> impl App<State = ()> {
     let votes = KafkaTopic::new("votes.manual_kafka_subscriptions_assignment")
         .assignment(Assignment::CooperativeSticky);
     RustStream::new(AppInfo::new("tally", "0.1.0")).with_broker(
@@ -53,7 +57,7 @@ fn service(group: &str) -> impl App {
     )
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     service("tally")
 }
 
@@ -104,6 +108,57 @@ mod tests {
     use super::{Counted, Vote, service};
 
     const VOTES: &str = "votes.manual_kafka_subscriptions_assignment";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_member_reads_both_partitions_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_prepared(service(&fresh("tally")), (), |cluster| {
+                let _ = cluster.create_topic(VOTES, 2);
+                Ok(())
+            })
+            .await?;
+
+        super::in_process::seed(
+            &cluster,
+            VOTES,
+            Some(0),
+            &[Vote {
+                candidate: "Okafor".to_owned(),
+            }],
+        )?;
+        super::in_process::seed(
+            &cluster,
+            VOTES,
+            Some(1),
+            &[Vote {
+                candidate: "Lindqvist".to_owned(),
+            }],
+        )?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let counted =
+            || kafka.published::<Counted>("counted.manual_kafka_subscriptions_assignment");
+        eventually("both votes counted", || counted().messages().len() >= 2).await?;
+        let mut boxes = counted().decoded();
+        boxes.sort_by_key(|counted| counted.ballot_box);
+        assert_eq!(
+            boxes,
+            [
+                Counted {
+                    candidate: "Okafor".to_owned(),
+                    ballot_box: 0,
+                },
+                Counted {
+                    candidate: "Lindqvist".to_owned(),
+                    ballot_box: 1,
+                },
+            ]
+        );
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lone_member_reads_both_partitions() -> Result<(), Box<dyn Error>> {
