@@ -61,10 +61,28 @@ pub struct KafkaBroker {
     assignment_timeout: Duration,
 }
 
+/// The servers as `Debug` shows them: credentials written into an address
+/// (`SASL_SSL://user:secret@host:9093`) are replaced, the rest kept.
+fn redacted_servers(servers: &[String]) -> Vec<String> {
+    servers
+        .iter()
+        .map(|server| {
+            let (scheme, rest) = server
+                .split_once("://")
+                .map_or(("", server.as_str()), |(scheme, rest)| (scheme, rest));
+            match rest.rsplit_once('@') {
+                Some((_, host)) if scheme.is_empty() => format!("[redacted]@{host}"),
+                Some((_, host)) => format!("{scheme}://[redacted]@{host}"),
+                None => server.clone(),
+            }
+        })
+        .collect()
+}
+
 impl fmt::Debug for KafkaBroker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KafkaBroker")
-            .field("servers", &self.servers)
+            .field("servers", &redacted_servers(&self.servers))
             .field("default_group", &self.default_group)
             // Keys are printed, secret values redacted.
             .field("config", &self.config)
@@ -322,7 +340,7 @@ impl Opened {
 impl fmt::Debug for BrokerState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BrokerState")
-            .field("servers", &self.servers)
+            .field("servers", &redacted_servers(&self.servers))
             .field("default_group", &self.default_group)
             .field("closed", &self.is_closed())
             .field("producer_open", &self.producer.initialized())
@@ -551,6 +569,26 @@ mod tests {
         assert!(printed.contains("sasl.password"), "{printed}");
         assert!(!printed.contains("hunter2"), "{printed}");
         assert!(printed.contains("acks"), "{printed}");
+    }
+
+    #[test]
+    fn credentials_in_an_address_are_not_printed() {
+        let broker = KafkaBroker::new([
+            "SASL_SSL://ana:s3cret@kafka-1:9093",
+            "bob:pa55@kafka-2:9093",
+            "kafka-3:9092",
+        ]);
+        let printed = format!("{broker:?}");
+        for secret in ["s3cret", "pa55", "ana", "bob"] {
+            assert!(!printed.contains(secret), "{printed}");
+        }
+        for kept in [
+            "SASL_SSL://[redacted]@kafka-1:9093",
+            "[redacted]@kafka-2:9093",
+            "kafka-3:9092",
+        ] {
+            assert!(printed.contains(kept), "{printed}");
+        }
     }
 
     #[tokio::test]

@@ -68,6 +68,11 @@ pub struct ClusterOptions {
     pub transaction_max_timeout: Duration,
     /// `group.consumer.heartbeat.interval.ms` handed to KIP-848 members.
     pub consumer_heartbeat_interval: Duration,
+    /// The finalized level of the `transaction.version` feature (0 to 2). At 2, as on a new
+    /// Kafka 4 cluster, the brokers advertise Produce v12, `TxnOffsetCommit` v5 and `EndTxn`
+    /// v5 and speak the KIP-890 transaction protocol; below it they stop at v11, v4 and v4,
+    /// and clients register partitions and groups themselves.
+    pub transaction_version: i16,
 }
 
 impl Default for ClusterOptions {
@@ -83,6 +88,7 @@ impl Default for ClusterOptions {
             group_initial_rebalance_delay: Duration::ZERO,
             transaction_max_timeout: Duration::from_mins(15),
             consumer_heartbeat_interval: Duration::from_secs(5),
+            transaction_version: 2,
         }
     }
 }

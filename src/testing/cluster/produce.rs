@@ -203,8 +203,10 @@ fn append_one(
     let bytes = single_batch(cx.version, &records.unwrap_or_default())?;
     let header = peek_header(&bytes)?;
     if header.is_transactional() {
-        super::txn::check_produce(
+        super::txn::admit_produce(
+            cx.cluster,
             state,
+            cx.version,
             header.producer_id,
             header.producer_epoch,
             topic_name,

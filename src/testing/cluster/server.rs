@@ -113,14 +113,15 @@ async fn answer(
         (peek.get_i16(), peek.get_i16())
     };
     let api = ApiKey::try_from(key).map_err(|()| Close::Malformed(format!("API key {key}")))?;
-    if api != ApiKey::ApiVersions && !super::versions::supported(api, version) {
+    let level = shared.options.transaction_version;
+    if api != ApiKey::ApiVersions && !super::versions::supported(api, version, level) {
         return Err(Close::Malformed(format!(
             "{api:?} v{version} not supported"
         )));
     }
     // ApiVersions is decoded with the v0 header whatever version it asks for, so that a
     // client asking too high can still be told what we speak.
-    let header_version = if super::versions::supported(api, version) {
+    let header_version = if super::versions::supported(api, version, level) {
         api.request_header_version(version)
     } else {
         1

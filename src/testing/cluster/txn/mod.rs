@@ -12,11 +12,13 @@ mod requests;
 mod timeout;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 
+use super::Shared;
 use super::state::State;
 
 pub(crate) use requests::{add_offsets, add_partitions, end, init_producer_id, offset_commit};
@@ -113,6 +115,47 @@ pub(crate) fn check_produce(
         txn.status == Status::Ongoing && txn.partitions.contains(&(topic.to_owned(), partition));
     if !added {
         return Err(ResponseError::InvalidTxnState);
+    }
+    Ok(())
+}
+
+/// A transactional produce under the KIP-890 protocol (Produce v12 and later): the partition
+/// leader has the coordinator add the partition to the producer's transaction, beginning one
+/// when none is open, instead of expecting an `AddPartitionsToTxn` before it. The answers are
+/// the leader's: an unknown producer id is `INVALID_PRODUCER_ID_MAPPING`, a stale epoch
+/// `INVALID_PRODUCER_EPOCH`. Older versions are checked as [`check_produce`] does.
+pub(crate) fn admit_produce(
+    shared: &Arc<Shared>,
+    state: &mut State,
+    version: i16,
+    producer_id: i64,
+    epoch: i16,
+    topic: &str,
+    partition: i32,
+) -> Result<(), ResponseError> {
+    if version < 12 {
+        return check_produce(state, producer_id, epoch, topic, partition);
+    }
+    let id = state
+        .transactions
+        .by_producer
+        .get(&producer_id)
+        .cloned()
+        .ok_or(ResponseError::InvalidProducerIdMapping)?;
+    let began = add(
+        state,
+        &id,
+        producer_id,
+        epoch,
+        &[(topic.to_owned(), partition)],
+        None,
+    )
+    .map_err(|e| match e {
+        ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+        other => other,
+    })?;
+    if let Some(deadline) = began {
+        timeout::watch(shared, state, &id, deadline);
     }
     Ok(())
 }
@@ -291,6 +334,83 @@ fn end_from_client(
         (Status::CompleteCommit, true) | (Status::CompleteAbort, false) => Ok(()),
         _ => Err(ResponseError::InvalidTxnState),
     }
+}
+
+/// `EndTxn` v5 and later (KIP-890): every end bumps the producer epoch (a new producer id once
+/// the epoch is exhausted), and the answer carries the id and epoch the producer goes on with.
+/// A retry of an end already done (its epoch one behind) is answered with the current pair;
+/// an abort with nothing open still bumps the epoch. As Kafka's coordinator decides it.
+fn end_v2(
+    state: &mut State,
+    id: &str,
+    producer_id: i64,
+    epoch: i16,
+    commit: bool,
+) -> Result<(i64, i16), ResponseError> {
+    let txn = state
+        .transactions
+        .get(id)
+        .ok_or(ResponseError::InvalidProducerIdMapping)?;
+    let retry_on_overflow = txn.last_producer_id == producer_id
+        && epoch == i16::MAX - 1
+        && txn.epoch == 0
+        && txn.producer_id != producer_id;
+    if txn.producer_id != producer_id && !retry_on_overflow {
+        return Err(ResponseError::InvalidProducerIdMapping);
+    }
+    let retry_on_bump = i32::from(txn.epoch) == i32::from(epoch) + 1;
+    let retry = retry_on_bump || retry_on_overflow;
+    let valid = match txn.status {
+        Status::Ongoing | Status::Empty => epoch == txn.epoch,
+        Status::CompleteCommit | Status::CompleteAbort => retry || epoch == txn.epoch,
+    };
+    if !valid {
+        return Err(ResponseError::ProducerFenced);
+    }
+    let current = (txn.producer_id, txn.epoch);
+    match (txn.status, commit) {
+        (Status::Ongoing, _) => Ok(bump_and_complete(state, id, commit)),
+        (Status::CompleteCommit, true) | (Status::CompleteAbort, false) if retry => Ok(current),
+        (Status::CompleteCommit | Status::CompleteAbort | Status::Empty, false) if !retry => {
+            Ok(bump_and_complete(state, id, false))
+        }
+        _ => Err(ResponseError::InvalidTxnState),
+    }
+}
+
+/// Ends `id`'s transaction under a bumped epoch, markers included, and rotates to a new
+/// producer id when the epoch is used up; returns the pair the producer goes on with.
+fn bump_and_complete(state: &mut State, id: &str, commit: bool) -> (i64, i16) {
+    let Some(txn) = state.transactions.get_mut(id) else {
+        return (-1, -1);
+    };
+    let rotate = exhausted(txn.epoch);
+    txn.epoch = txn.epoch.saturating_add(1);
+    txn.last_epoch = -1;
+    if txn.status == Status::Ongoing {
+        complete(state, id, commit);
+    } else {
+        let producer_id = txn.producer_id;
+        let epoch = txn.epoch;
+        txn.status = Status::CompleteAbort;
+        state.producers.bump(producer_id, epoch);
+    }
+    if rotate {
+        let fresh = state.producers.allocate_id();
+        let Some(txn) = state.transactions.get_mut(id) else {
+            return (-1, -1);
+        };
+        let old = txn.producer_id;
+        txn.last_producer_id = old;
+        txn.producer_id = fresh;
+        txn.epoch = 0;
+        state.transactions.by_producer.remove(&old);
+        state.transactions.by_producer.insert(fresh, id.to_owned());
+    }
+    state
+        .transactions
+        .get(id)
+        .map_or((-1, -1), |t| (t.producer_id, t.epoch))
 }
 
 /// Writes the outcome of `id`'s open transaction: a marker on each of its partitions, its

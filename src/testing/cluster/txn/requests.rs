@@ -10,10 +10,12 @@ use kafka_protocol::messages::{
 };
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::super::groups::coordinator::coordinator_of;
 use super::super::server::Cx;
 use super::super::state::State;
-use super::{PendingOffset, Status, abort_expired, add, end_from_client, init, timeout};
+use super::{PendingOffset, Status, abort_expired, add, end_from_client, end_v2, init, timeout};
 use crate::testing::faults;
 
 /// Each partition's error code in an `AddPartitionsToTxn` answer.
@@ -192,10 +194,12 @@ pub(crate) fn add_offsets(cx: &Cx<'_>, request: AddOffsetsToTxnRequest) -> AddOf
         .with_error_code(code(result.map_err(|e| fenced_for(cx.version, 2, e))))
 }
 
-/// `EndTxn`: commits or aborts, markers written before the answer.
+/// `EndTxn`: commits or aborts, markers written before the answer. From v5 (KIP-890) every
+/// end bumps the epoch and the answer names the producer id and epoch to go on with.
 pub(crate) fn end(cx: &Cx<'_>, request: EndTxnRequest) -> EndTxnResponse {
     let TransactionalId(id) = request.transactional_id;
     let id = id.to_string();
+    let (producer_id, epoch) = (request.producer_id.0, request.producer_epoch);
     let result = if id.is_empty() {
         Err(ResponseError::InvalidRequest)
     } else if moved(cx, TRANSACTION_KEY, &id) {
@@ -206,21 +210,24 @@ pub(crate) fn end(cx: &Cx<'_>, request: EndTxnRequest) -> EndTxnResponse {
                 .transactions
                 .get(&id)
                 .is_some_and(|t| t.status == Status::Ongoing);
-            let result = end_from_client(
-                state,
-                &id,
-                request.producer_id.0,
-                request.producer_epoch,
-                request.committed,
-            );
+            let result = if cx.version >= 5 {
+                end_v2(state, &id, producer_id, epoch, request.committed)
+            } else {
+                end_from_client(state, &id, producer_id, epoch, request.committed)
+                    .map(|()| (-1, -1))
+            };
             let wrote = was_open && result.is_ok();
             (result, wrote)
         })
     };
+    let (error, (next_id, next_epoch)) = match result {
+        Ok(next) => (0, next),
+        Err(e) => (fenced_for(cx.version, 2, e).code(), (-1, -1)),
+    };
     EndTxnResponse::default()
-        .with_error_code(code(result.map_err(|e| fenced_for(cx.version, 2, e))))
-        .with_producer_id(ProducerId(-1))
-        .with_producer_epoch(-1)
+        .with_error_code(error)
+        .with_producer_id(ProducerId(next_id))
+        .with_producer_epoch(next_epoch)
 }
 
 /// `TxnOffsetCommit`, at the group coordinator: the offsets wait in the transaction and reach
@@ -236,21 +243,27 @@ pub(crate) fn offset_commit(
         Err(ResponseError::NotCoordinator)
     } else {
         with_state(cx, |state| {
-            let result = stage_offsets(state, &id, &group, &request);
-            (result, false)
+            let result = stage_offsets(state, &id, &group, &request, cx.version);
+            if let Ok(Some(deadline)) = result {
+                timeout::watch(cx.cluster, state, &id, deadline);
+            }
+            (result.map(|_| ()), false)
         })
     };
     let topics = request.topics;
     faults::txn_offset_commit_answer(&topics, code(result))
 }
 
-/// Validates a `TxnOffsetCommit` and keeps its offsets in the transaction.
+/// Validates a `TxnOffsetCommit` and keeps its offsets in the transaction. From v5 (KIP-890)
+/// the group joins the transaction here, beginning one if none is open (no `AddOffsetsToTxn`);
+/// returns the transaction's deadline when this began it.
 fn stage_offsets(
     state: &mut State,
     id: &str,
     group: &str,
     request: &TxnOffsetCommitRequest,
-) -> Result<(), ResponseError> {
+    version: i16,
+) -> Result<Option<Instant>, ResponseError> {
     let txn = state
         .transactions
         .get(id)
@@ -263,7 +276,8 @@ fn stage_offsets(
     if txn.epoch != request.producer_epoch {
         return Err(ResponseError::InvalidProducerEpoch);
     }
-    if txn.status != Status::Ongoing || !txn.groups.contains(group) {
+    let implicit = version >= 5;
+    if !implicit && (txn.status != Status::Ongoing || !txn.groups.contains(group)) {
         return Err(ResponseError::InvalidTxnState);
     }
     state.groups.validate_txn_commit(
@@ -272,6 +286,22 @@ fn stage_offsets(
         request.group_instance_id.as_deref(),
         request.generation_id,
     )?;
+    let began = if implicit {
+        add(
+            state,
+            id,
+            request.producer_id.0,
+            request.producer_epoch,
+            &[],
+            Some(group),
+        )
+        .map_err(|e| match e {
+            ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+            other => other,
+        })?
+    } else {
+        None
+    };
     let Some(txn) = state.transactions.get_mut(id) else {
         return Err(ResponseError::UnknownServerError);
     };
@@ -293,5 +323,5 @@ fn stage_offsets(
             txn.offsets.push(offset);
         }
     }
-    Ok(())
+    Ok(began)
 }

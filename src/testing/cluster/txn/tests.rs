@@ -96,15 +96,58 @@ fn end_txn(
     .error_code
 }
 
-/// Appends a one-record transactional batch as Produce would after `check_produce`.
+/// `TxnOffsetCommit` of offset 5 on partition 0 for group `g`, anonymously; the error code.
+fn txn_offset_commit(
+    shared: &std::sync::Arc<Shared>,
+    version: i16,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+) -> i16 {
+    offset_commit(
+        &cx(shared, version),
+        TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(s(id)))
+            .with_group_id(GroupId(s("g")))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_generation_id(-1)
+            .with_topics(vec![
+                TxnOffsetCommitRequestTopic::default()
+                    .with_name(TopicName(s(TOPIC)))
+                    .with_partitions(vec![
+                        TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(5),
+                    ]),
+            ]),
+    )
+    .topics[0]
+        .partitions[0]
+        .error_code
+}
+
+/// Appends a one-record transactional batch as Produce v11 would after its checks.
 fn produce(
     shared: &std::sync::Arc<Shared>,
     pid: i64,
     epoch: i16,
     partition: i32,
 ) -> Result<i64, ResponseError> {
+    produce_at(shared, 11, pid, epoch, partition)
+}
+
+/// Appends a one-record transactional batch as Produce at `version` would after its checks
+/// (from v12 the partition joins the transaction there).
+fn produce_at(
+    shared: &std::sync::Arc<Shared>,
+    version: i16,
+    pid: i64,
+    epoch: i16,
+    partition: i32,
+) -> Result<i64, ResponseError> {
     let mut state = shared.state();
-    check_produce(&state, pid, epoch, TOPIC, partition)?;
+    admit_produce(shared, &mut state, version, pid, epoch, TOPIC, partition)?;
     let header = BatchHeader {
         base_offset: 0,
         partition_leader_epoch: 0,
@@ -295,29 +338,7 @@ fn offsets_wait_in_the_transaction_until_it_ends() {
     let c = cluster();
     let shared = c.shared();
     let (_, pid, epoch) = init_id(shared, "a", 10_000);
-    let commit_offsets = || {
-        offset_commit(
-            &cx(shared, 3),
-            TxnOffsetCommitRequest::default()
-                .with_transactional_id(TransactionalId(s("a")))
-                .with_group_id(GroupId(s("g")))
-                .with_producer_id(ProducerId(pid))
-                .with_producer_epoch(epoch)
-                .with_generation_id(-1)
-                .with_topics(vec![
-                    TxnOffsetCommitRequestTopic::default()
-                        .with_name(TopicName(s(TOPIC)))
-                        .with_partitions(vec![
-                            TxnOffsetCommitRequestPartition::default()
-                                .with_partition_index(0)
-                                .with_committed_offset(5),
-                        ]),
-                ]),
-        )
-        .topics[0]
-            .partitions[0]
-            .error_code
-    };
+    let commit_offsets = || txn_offset_commit(shared, 3, "a", pid, epoch);
     assert_eq!(
         commit_offsets(),
         ResponseError::InvalidTxnState.code(),
@@ -398,4 +419,109 @@ async fn the_timer_follows_the_next_transactions_of_the_id() {
     tokio::task::yield_now().await;
     assert_eq!(stable(shared, 0), 4, "aborted at its own deadline");
     assert!(!shared.state().transactions.get("a").expect("known").timer);
+}
+
+/// `EndTxn` v5 for `id`: (error, next producer id, next epoch).
+fn end_v5(
+    shared: &std::sync::Arc<Shared>,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    commit: bool,
+) -> (i16, i64, i16) {
+    let r = end(
+        &cx(shared, 5),
+        EndTxnRequest::default()
+            .with_transactional_id(TransactionalId(s(id)))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_committed(commit),
+    );
+    (r.error_code, r.producer_id.0, r.producer_epoch)
+}
+
+/// A Produce v12 batch: the partition joins the transaction on its own.
+fn produce_v12(
+    shared: &std::sync::Arc<Shared>,
+    pid: i64,
+    epoch: i16,
+    partition: i32,
+) -> Result<(), ResponseError> {
+    produce_at(shared, 12, pid, epoch, partition).map(|_| ())
+}
+
+#[tokio::test]
+async fn produce_v12_begins_the_transaction_and_end_v5_bumps_the_epoch() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "v2", 10_000);
+    // No AddPartitionsToTxn: the produce registers the partition and opens the transaction.
+    produce_v12(shared, pid, epoch, 1).expect("admitted");
+    assert!(shared.state().transactions.get("v2").is_some_and(
+        |t| t.status == Status::Ongoing && t.partitions.contains(&(TOPIC.to_owned(), 1))
+    ));
+    let (e, next_pid, next) = end_v5(shared, "v2", pid, epoch, true);
+    assert_eq!((e, next_pid, next), (0, pid, epoch + 1));
+    // A retry of that commit, still at the old epoch, is answered with the new pair.
+    assert_eq!(end_v5(shared, "v2", pid, epoch, true), (0, pid, epoch + 1));
+    // The other outcome at the old epoch is not a retry.
+    assert_eq!(
+        end_v5(shared, "v2", pid, epoch, false).0,
+        ResponseError::InvalidTxnState.code()
+    );
+    // The old epoch can no longer write.
+    assert_eq!(
+        produce_v12(shared, pid, epoch, 0),
+        Err(ResponseError::InvalidProducerEpoch)
+    );
+    // An abort with nothing open still moves the epoch on; a commit with nothing open fails.
+    assert_eq!(
+        end_v5(shared, "v2", pid, next, true).0,
+        ResponseError::InvalidTxnState.code()
+    );
+    assert_eq!(end_v5(shared, "v2", pid, next, false), (0, pid, next + 1));
+    // Two epochs behind is fenced, an unknown producer id unmapped.
+    assert_eq!(
+        end_v5(shared, "v2", pid, epoch, false).0,
+        ResponseError::ProducerFenced.code()
+    );
+    assert_eq!(
+        end_v5(shared, "v2", pid + 1000, next + 1, false).0,
+        ResponseError::InvalidProducerIdMapping.code()
+    );
+}
+
+#[tokio::test]
+async fn end_v5_writes_markers_under_the_bumped_epoch() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "markers", 10_000);
+    produce_v12(shared, pid, epoch, 0).expect("admitted and written");
+    assert_eq!(stable(shared, 0), 0, "open");
+    let (e, _, next) = end_v5(shared, "markers", pid, epoch, false);
+    assert_eq!((e, next), (0, epoch + 1));
+    assert_eq!(stable(shared, 0), 2, "the abort marker closed it");
+    // The next transaction writes under the new epoch from sequence 0.
+    produce_v12(shared, pid, next, 0).expect("the new epoch is admitted");
+}
+
+#[tokio::test]
+async fn txn_offset_commit_v5_adds_the_group_itself() {
+    let c = cluster();
+    let shared = c.shared();
+    let (_, pid, epoch) = init_id(shared, "offsets", 10_000);
+    let commit = |version: i16| txn_offset_commit(shared, version, "offsets", pid, epoch);
+    // The classic protocol wants AddOffsetsToTxn first.
+    assert_eq!(commit(4), ResponseError::InvalidTxnState.code());
+    assert_eq!(commit(5), 0);
+    assert!(
+        shared
+            .state()
+            .transactions
+            .get("offsets")
+            .is_some_and(|t| { t.status == Status::Ongoing && t.groups.contains("g") })
+    );
+    let (e, _, _) = end_v5(shared, "offsets", pid, epoch, true);
+    assert_eq!(e, 0);
+    assert_eq!(shared.state().groups.committed("g", TOPIC, 0), Some(5));
 }
