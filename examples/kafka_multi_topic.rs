@@ -17,6 +17,10 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -43,7 +47,7 @@ async fn log_sighting(sighting: &Sighting, Ctx(topic): Ctx<Topic>) -> HandlerOut
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("airfield", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -97,6 +101,61 @@ mod tests {
 
     use super::runs::{eventually, seed, topic};
     use super::{BoardLine, Flight, Sighting, app};
+
+    /// In process: the four topics exist before the service starts, so the pattern finds both
+    /// sighting topics at its first look; the records are placed on the cluster directly.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_listed_topic_and_every_matching_one_is_read_in_process()
+    -> Result<(), Box<dyn Error>> {
+        let owls = "sightings-owls.kafka_multi_topic";
+        let foxes = "sightings-foxes.kafka_multi_topic";
+        let arrivals = "arrivals.kafka_multi_topic";
+        let departures = "departures.kafka_multi_topic";
+        let topics = [(arrivals, 1), (departures, 1), (owls, 1), (foxes, 1)];
+        let (tb, cluster) = super::in_process::start_with_topics(app(), (), &topics).await?;
+        let flight = |code: &str| Flight {
+            code: code.to_owned(),
+        };
+        let sighting = |ring: &str| Sighting {
+            ring: ring.to_owned(),
+        };
+        super::in_process::seed(&cluster, arrivals, None, &[flight("LX318")])?;
+        super::in_process::seed(&cluster, departures, None, &[flight("AY1072")])?;
+        super::in_process::seed(&cluster, owls, None, &[sighting("O-4")])?;
+        super::in_process::seed(&cluster, foxes, None, &[sighting("F-9")])?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let board = || kafka.published::<BoardLine>("board.kafka_multi_topic");
+        eventually("two board lines", || board().messages().len() >= 2).await?;
+        let mut lines: Vec<(String, String)> = board()
+            .decoded()
+            .into_iter()
+            .map(|line| (line.topic, line.flight))
+            .collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                (arrivals.to_owned(), "LX318".to_owned()),
+                (departures.to_owned(), "AY1072".to_owned())
+            ]
+        );
+        let survey = kafka.subscriber("^sightings-[a-z]+\\.kafka_multi_topic$");
+        eventually("both sightings", || {
+            survey.received::<Sighting>().len() >= 2
+        })
+        .await?;
+        let mut rings: Vec<String> = survey
+            .received::<Sighting>()
+            .into_iter()
+            .map(|sighting| sighting.ring)
+            .collect();
+        rings.sort();
+        assert_eq!(rings, ["F-9", "O-4"]);
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_listed_topic_and_every_matching_one_is_read() -> Result<(), Box<dyn Error>> {
