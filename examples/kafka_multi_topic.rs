@@ -99,62 +99,27 @@ mod tests {
     use ruststream::testing::TestApp;
     use ruststream_kafka::prelude::*;
 
-    use super::runs::{eventually, seed, topic};
+    use super::runs::{Place, eventually, topic};
     use super::{BoardLine, Flight, Sighting, app};
 
-    /// In process: the four topics exist before the service starts, so the pattern finds both
-    /// sighting topics at its first look; the records are placed on the cluster directly.
+    /// On the embedded cluster in this process: the same body, its records placed on the
+    /// cluster directly.
     #[cfg(feature = "testing")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_listed_topic_and_every_matching_one_is_read_in_process()
     -> Result<(), Box<dyn Error>> {
-        let owls = "sightings-owls.kafka_multi_topic";
-        let foxes = "sightings-foxes.kafka_multi_topic";
-        let arrivals = "arrivals.kafka_multi_topic";
-        let departures = "departures.kafka_multi_topic";
-        let topics = [(arrivals, 1), (departures, 1), (owls, 1), (foxes, 1)];
-        let (tb, cluster) = super::in_process::start_with_topics(app(), (), &topics).await?;
-        let flight = |code: &str| Flight {
-            code: code.to_owned(),
-        };
-        let sighting = |ring: &str| Sighting {
-            ring: ring.to_owned(),
-        };
-        super::in_process::seed(&cluster, arrivals, None, &[flight("LX318")])?;
-        super::in_process::seed(&cluster, departures, None, &[flight("AY1072")])?;
-        super::in_process::seed(&cluster, owls, None, &[sighting("O-4")])?;
-        super::in_process::seed(&cluster, foxes, None, &[sighting("F-9")])?;
-
-        let kafka = tb.broker::<KafkaBroker>();
-        let board = || kafka.published::<BoardLine>("board.kafka_multi_topic");
-        eventually("two board lines", || board().messages().len() >= 2).await?;
-        let mut lines: Vec<(String, String)> = board()
-            .decoded()
-            .into_iter()
-            .map(|line| (line.topic, line.flight))
-            .collect();
-        lines.sort();
-        assert_eq!(
-            lines,
-            [
-                (arrivals.to_owned(), "LX318".to_owned()),
-                (departures.to_owned(), "AY1072".to_owned())
-            ]
-        );
-        let survey = kafka.subscriber("^sightings-[a-z]+\\.kafka_multi_topic$");
-        eventually("both sightings", || {
-            survey.received::<Sighting>().len() >= 2
-        })
+        let (tb, cluster) = super::in_process::start_with_topics(
+            app(),
+            (),
+            &[
+                ("arrivals.kafka_multi_topic", 1),
+                ("departures.kafka_multi_topic", 1),
+                ("sightings-owls.kafka_multi_topic", 1),
+                ("sightings-foxes.kafka_multi_topic", 1),
+            ],
+        )
         .await?;
-        let mut rings: Vec<String> = survey
-            .received::<Sighting>()
-            .into_iter()
-            .map(|sighting| sighting.ring)
-            .collect();
-        rings.sort();
-        assert_eq!(rings, ["F-9", "O-4"]);
-        tb.shutdown().await?;
-        Ok(())
+        every_listed_topic_and_every_matching_one_is_read_body(tb, &Place::Embedded(cluster)).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,22 +133,36 @@ mod tests {
             topic(name, 1).await?;
         }
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        every_listed_topic_and_every_matching_one_is_read_body(tb, &Place::Live).await
+    }
 
+    /// The test body, whichever way the service was started.
+    async fn every_listed_topic_and_every_matching_one_is_read_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+        place: &Place,
+    ) -> Result<(), Box<dyn Error>> {
         let flight = |code: &str| Flight {
             code: code.to_owned(),
         };
-        seed("arrivals.kafka_multi_topic", None, &[flight("LX318")]).await?;
-        seed("departures.kafka_multi_topic", None, &[flight("AY1072")]).await?;
+        place
+            .seed("arrivals.kafka_multi_topic", None, &[flight("LX318")])
+            .await?;
+        place
+            .seed("departures.kafka_multi_topic", None, &[flight("AY1072")])
+            .await?;
         let sighting = |ring: &str| Sighting {
             ring: ring.to_owned(),
         };
-        seed("sightings-owls.kafka_multi_topic", None, &[sighting("O-4")]).await?;
-        seed(
-            "sightings-foxes.kafka_multi_topic",
-            None,
-            &[sighting("F-9")],
-        )
-        .await?;
+        place
+            .seed("sightings-owls.kafka_multi_topic", None, &[sighting("O-4")])
+            .await?;
+        place
+            .seed(
+                "sightings-foxes.kafka_multi_topic",
+                None,
+                &[sighting("F-9")],
+            )
+            .await?;
 
         let kafka = tb.broker::<KafkaBroker>();
         let board = || kafka.published::<BoardLine>("board.kafka_multi_topic");

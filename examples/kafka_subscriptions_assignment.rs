@@ -77,59 +77,20 @@ mod tests {
     use ruststream::testing::TestApp;
     use ruststream_kafka::prelude::*;
 
-    use super::runs::{eventually, fresh, recreate_topic, seed};
+    use super::runs::{Place, eventually, fresh, recreate_topic};
     use super::{Counted, Vote, service};
 
     const VOTES: &str = "votes.kafka_subscriptions_assignment";
 
-    /// The same on the embedded cluster in this process.
+    /// On the embedded cluster in this process: the same body, its records placed on the
+    /// cluster directly.
     #[cfg(feature = "testing")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lone_member_reads_both_partitions_in_process() -> Result<(), Box<dyn Error>> {
         let (tb, cluster) =
-            super::in_process::start_prepared(service(&fresh("tally")), (), |cluster| {
-                let _ = cluster.create_topic(VOTES, 2);
-                Ok(())
-            })
-            .await?;
-
-        super::in_process::seed(
-            &cluster,
-            VOTES,
-            Some(0),
-            &[Vote {
-                candidate: "Okafor".to_owned(),
-            }],
-        )?;
-        super::in_process::seed(
-            &cluster,
-            VOTES,
-            Some(1),
-            &[Vote {
-                candidate: "Lindqvist".to_owned(),
-            }],
-        )?;
-
-        let kafka = tb.broker::<KafkaBroker>();
-        let counted = || kafka.published::<Counted>("counted.kafka_subscriptions_assignment");
-        eventually("both votes counted", || counted().messages().len() >= 2).await?;
-        let mut boxes = counted().decoded();
-        boxes.sort_by_key(|counted| counted.ballot_box);
-        assert_eq!(
-            boxes,
-            [
-                Counted {
-                    candidate: "Okafor".to_owned(),
-                    ballot_box: 0,
-                },
-                Counted {
-                    candidate: "Lindqvist".to_owned(),
-                    ballot_box: 1,
-                },
-            ]
-        );
-        tb.shutdown().await?;
-        Ok(())
+            super::in_process::start_with_topics(service(&fresh("tally")), (), &[(VOTES, 2)])
+                .await?;
+        a_lone_member_reads_both_partitions_body(tb, &Place::Embedded(cluster)).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,22 +98,32 @@ mod tests {
         recreate_topic(VOTES, 2).await?;
         let tb =
             TestApp::start_live_within(service(&fresh("tally")), Duration::from_secs(30)).await?;
-        seed(
-            VOTES,
-            Some(0),
-            &[Vote {
-                candidate: "Okafor".to_owned(),
-            }],
-        )
-        .await?;
-        seed(
-            VOTES,
-            Some(1),
-            &[Vote {
-                candidate: "Lindqvist".to_owned(),
-            }],
-        )
-        .await?;
+        a_lone_member_reads_both_partitions_body(tb, &Place::Live).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_lone_member_reads_both_partitions_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+        place: &Place,
+    ) -> Result<(), Box<dyn Error>> {
+        place
+            .seed(
+                VOTES,
+                Some(0),
+                &[Vote {
+                    candidate: "Okafor".to_owned(),
+                }],
+            )
+            .await?;
+        place
+            .seed(
+                VOTES,
+                Some(1),
+                &[Vote {
+                    candidate: "Lindqvist".to_owned(),
+                }],
+            )
+            .await?;
 
         let kafka = tb.broker::<KafkaBroker>();
         let counted = || kafka.published::<Counted>("counted.kafka_subscriptions_assignment");
