@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::client::error::{Error, Result};
 use crate::client::producer::Partitioner;
 use crate::client::records::Codec;
+use crate::client::security::{SaslConfig, SaslMechanism, SecurityConfig};
 
 /// Settings shared by every part of a client: where the cluster is and how to talk to it.
 #[derive(Debug, Clone)]
@@ -36,6 +37,8 @@ pub struct ClientConfig {
     /// `allow.auto.create.topics`: whether metadata lookups may create missing topics (when
     /// the broker allows it). librdkafka's default is true for producers, false for consumers.
     pub allow_auto_create_topics: bool,
+    /// `security.protocol`, `ssl.*`, `sasl.*`: TLS and SASL.
+    pub security: SecurityConfig,
 }
 
 impl Default for ClientConfig {
@@ -52,6 +55,7 @@ impl Default for ClientConfig {
             metadata_refresh_interval: Duration::from_mins(5),
             max_response_size: 100_000_000,
             allow_auto_create_topics: true,
+            security: SecurityConfig::default(),
         }
     }
 }
@@ -76,7 +80,45 @@ impl ClientConfig {
         if self.bootstrap_servers.is_empty() {
             return Err(Error::Config("`bootstrap.servers` is empty".into()));
         }
+        #[cfg(not(feature = "ssl"))]
+        if self.security.protocol.uses_tls() {
+            return Err(Error::Config(
+                "`security.protocol` asks for TLS, which this build lacks: enable the `ssl` \
+                 feature of ruststream-kafka"
+                    .into(),
+            ));
+        }
         Ok(())
+    }
+
+    /// The SASL settings connections authenticate with, checked; `None` without SASL.
+    pub(crate) fn sasl(&self) -> Result<Option<SaslConfig>> {
+        if !self.security.protocol.uses_sasl() {
+            return Ok(None);
+        }
+        let Some(sasl) = &self.security.sasl else {
+            return Err(Error::Config(
+                "`security.protocol` asks for SASL but no `sasl.mechanism` is configured".into(),
+            ));
+        };
+        if sasl.mechanism == SaslMechanism::OAuthBearer && sasl.token_provider.is_none() {
+            return Err(Error::Config(
+                "`sasl.mechanism=OAUTHBEARER` needs a token provider (or \
+                 `enable.sasl.oauthbearer.unsecure.jwt=true` with `sasl.oauthbearer.config`)"
+                    .into(),
+            ));
+        }
+        Ok(Some(sasl.clone()))
+    }
+
+    /// The TLS configuration connections use, built now so that unusable files fail startup;
+    /// `None` without TLS.
+    #[cfg(feature = "ssl")]
+    pub(crate) fn tls_connector(&self) -> Result<Option<crate::client::TlsConnector>> {
+        if !self.security.protocol.uses_tls() {
+            return Ok(None);
+        }
+        crate::client::TlsConnector::new(&self.security.tls).map(Some)
     }
 }
 

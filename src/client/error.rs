@@ -51,6 +51,24 @@ pub enum Error {
     /// The idempotent or transactional producer hit an error it cannot recover from.
     #[error("fatal producer error: {0}")]
     Fatal(String),
+    /// SASL authentication failed: wrong credentials, unknown user, a mechanism the broker
+    /// does not enable, or a server that could not prove it knows the password.
+    #[error("authentication failed with {broker}: {reason}")]
+    Authentication {
+        /// The broker's address.
+        broker: String,
+        /// What failed, in the broker's words where it gave some.
+        reason: String,
+    },
+    /// The TLS handshake failed: the broker's certificate is not trusted or does not name the
+    /// host, or the TLS settings (CA, certificate, key) cannot be used.
+    #[error("TLS with {broker}: {reason}")]
+    Tls {
+        /// The broker's address (empty for a settings error found before dialling).
+        broker: String,
+        /// What failed.
+        reason: String,
+    },
     /// A transactional call was refused or its transaction failed; the error's
     /// [`kind`](TransactionError::kind) says what the caller can do next.
     #[error(transparent)]
@@ -74,6 +92,8 @@ impl Error {
             | Error::Unsupported(_)
             | Error::Closed(_)
             | Error::Fatal(_)
+            | Error::Authentication { .. }
+            | Error::Tls { .. }
             | Error::Transaction(_) => false,
         }
     }

@@ -14,6 +14,7 @@ mod net;
 pub mod producer;
 mod reader;
 pub mod records;
+mod security;
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -34,13 +35,20 @@ pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
 pub use net::{
     ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response, memory,
+    reauthentications, unsecured_jwt_provider,
 };
+#[cfg(feature = "ssl")]
+pub use net::{TlsConnector, crypto_provider};
 pub use producer::{
     DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, TransactionError,
     TransactionErrorKind, TransactionProtocol, TransactionalProducer,
 };
 pub use reader::{FetchedPartition, IsolationLevel, PartitionReader};
 pub use records::{Codec, Header, Record};
+pub use security::{
+    CaSource, OAuthToken, Pem, SaslConfig, SaslMechanism, Secret, SecurityConfig, SecurityProtocol,
+    TlsConfig, TokenProvider,
+};
 
 use cluster::Connections;
 
@@ -98,6 +106,9 @@ impl Client {
             connect_timeout: config.connect_timeout,
             max_response_size: config.max_response_size,
             runtime: tokio::runtime::Handle::try_current().ok(),
+            #[cfg(feature = "ssl")]
+            tls: config.tls_connector()?,
+            sasl: config.sasl()?,
         };
         let backoff = Backoff::new(config.reconnect_backoff, config.reconnect_backoff_max);
         let client = Client {

@@ -24,8 +24,9 @@
 use std::time::Duration;
 
 use crate::client::{
-    Acks, ClientConfig, Codec, ConsumerConfig, GroupProtocol, IsolationLevel, OffsetReset,
-    Partitioner, ProducerConfig,
+    Acks, CaSource, ClientConfig, Codec, ConsumerConfig, GroupProtocol, IsolationLevel,
+    OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig, SaslMechanism, Secret,
+    SecurityConfig, SecurityProtocol, TlsConfig, unsecured_jwt_provider,
 };
 
 use super::finalize::assignor_names;
@@ -36,7 +37,7 @@ use super::table::id;
 /// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
 /// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
-pub const ACTED_ON: [&str; 52] = [
+pub const ACTED_ON: [&str; 67] = [
     // ClientConfig
     "bootstrap.servers",
     "client.id",
@@ -49,6 +50,22 @@ pub const ACTED_ON: [&str; 52] = [
     "topic.metadata.refresh.interval.ms",
     "receive.message.max.bytes",
     "allow.auto.create.topics",
+    // ClientConfig::security
+    "security.protocol",
+    "ssl.key.location",
+    "ssl.key.password",
+    "ssl.key.pem",
+    "ssl.certificate.location",
+    "ssl.certificate.pem",
+    "ssl.ca.location",
+    "ssl.ca.pem",
+    "enable.ssl.certificate.verification",
+    "ssl.endpoint.identification.algorithm",
+    "sasl.mechanism",
+    "sasl.username",
+    "sasl.password",
+    "sasl.oauthbearer.config",
+    "enable.sasl.oauthbearer.unsecure.jwt",
     // ProducerConfig
     "acks",
     "enable.idempotence",
@@ -126,6 +143,59 @@ pub(super) fn client_config(s: &Settings) -> ClientConfig {
         },
         max_response_size: size(s.int(id::RECEIVE_MESSAGE_MAX_BYTES)),
         allow_auto_create_topics: s.bool(id::ALLOW_AUTO_CREATE_TOPICS),
+        security: security_config(s),
+    }
+}
+
+/// `SecurityConfig` of `security.protocol`, the `ssl.*` and the `sasl.*` properties.
+///
+/// An unusable `sasl.oauthbearer.config` becomes a token provider that fails with the reason,
+/// so that the first connection (at startup) reports it.
+fn security_config(s: &Settings) -> SecurityConfig {
+    let protocol =
+        SecurityProtocol::from_name(s.enum_meaning(id::SECURITY_PROTOCOL)).unwrap_or_default();
+    let pem = |location: usize, text: usize| {
+        s.str(text)
+            .map(|t| Pem::Text(Secret::new(t)))
+            .or_else(|| s.str(location).map(|p| Pem::File(p.into())))
+    };
+    let ca = match (s.str(id::SSL_CA_PEM), s.str(id::SSL_CA_LOCATION)) {
+        (Some(text), _) => CaSource::Pem(text.to_owned()),
+        (None, Some(location)) if location != "probe" => CaSource::Location(location.into()),
+        _ => CaSource::System,
+    };
+    let tls = TlsConfig {
+        ca,
+        certificate: pem(id::SSL_CERTIFICATE_LOCATION, id::SSL_CERTIFICATE_PEM),
+        key: pem(id::SSL_KEY_LOCATION, id::SSL_KEY_PEM),
+        key_password: s.str(id::SSL_KEY_PASSWORD).map(Secret::new),
+        verify_hostname: s.enum_meaning(id::SSL_ENDPOINT_IDENTIFICATION_ALGORITHM) != "none",
+        verify_certificate: s.bool(id::ENABLE_SSL_CERTIFICATE_VERIFICATION),
+    };
+    let sasl = s
+        .str(id::SASL_MECHANISM)
+        .and_then(SaslMechanism::from_name)
+        .map(|mechanism| {
+            let mut sasl = SaslConfig::with_password(
+                mechanism,
+                s.str(id::SASL_USERNAME).unwrap_or_default(),
+                s.str(id::SASL_PASSWORD).unwrap_or_default(),
+            );
+            if mechanism == SaslMechanism::OAuthBearer
+                && s.bool(id::ENABLE_SASL_OAUTHBEARER_UNSECURE_JWT)
+            {
+                let config = s.str(id::SASL_OAUTHBEARER_CONFIG).unwrap_or_default();
+                sasl.token_provider = Some(match unsecured_jwt_provider(config) {
+                    Ok(provider) => provider,
+                    Err(reason) => std::sync::Arc::new(move || Err(reason.clone())),
+                });
+            }
+            sasl
+        });
+    SecurityConfig {
+        protocol,
+        tls,
+        sasl,
     }
 }
 

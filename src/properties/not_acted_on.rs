@@ -16,8 +16,9 @@ use super::validate::resolve;
 /// the topic properties whose name a global property has too).
 ///
 /// What they would change, by group:
-/// - TLS and SASL (`security.protocol`, `ssl.*`, `sasl.*`, `enable.sasl.oauthbearer.unsecure.jwt`):
-///   connections are plaintext until the TLS and SASL layers land.
+/// - TLS and SASL tuning (`ssl.cipher.suites`, `ssl.curves.list`, `ssl.sigalgs.list`,
+///   `ssl.crl.location`, `ssl.keystore.*`, the Kerberos details, `enable_sasl_queue`): rustls
+///   picks its own safe suites, curves and algorithms; CRLs and PKCS#12 keystores are not read.
 /// - Socket and connection tuning (`socket.*`, `broker.address.*`, `connections.max.idle.ms`,
 ///   `client.dns.lookup`, `enable.sparse.connections`): the client keeps one lazily dialled
 ///   connection per broker with `TCP_NODELAY`, system buffer sizes and no keep-alive.
@@ -30,7 +31,7 @@ use super::validate::resolve;
 ///   `queue.buffering.backpressure.threshold`, `delivery.report.only.error`, `queuing.strategy`,
 ///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `check.crcs`, `coordinator.query.interval.ms`,
 ///   `group.protocol.type`.
-pub const NOT_ACTED_ON: [&str; 82] = [
+pub const NOT_ACTED_ON: [&str; 67] = [
     "client.software.name",
     "client.software.version",
     "message.copy.max.bytes",
@@ -67,32 +68,17 @@ pub const NOT_ACTED_ON: [&str; 82] = [
     "api.version.request.timeout.ms",
     "api.version.fallback.ms",
     "broker.version.fallback",
-    "security.protocol",
     "ssl.cipher.suites",
     "ssl.curves.list",
     "ssl.sigalgs.list",
-    "ssl.key.location",
-    "ssl.key.password",
-    "ssl.key.pem",
-    "ssl.certificate.location",
-    "ssl.certificate.pem",
-    "ssl.ca.location",
-    "ssl.ca.pem",
     "ssl.crl.location",
     "ssl.keystore.location",
     "ssl.keystore.password",
-    "enable.ssl.certificate.verification",
-    "ssl.endpoint.identification.algorithm",
-    "sasl.mechanism",
     "sasl.kerberos.service.name",
     "sasl.kerberos.principal",
     "sasl.kerberos.kinit.cmd",
     "sasl.kerberos.keytab",
     "sasl.kerberos.min.time.before.relogin",
-    "sasl.username",
-    "sasl.password",
-    "sasl.oauthbearer.config",
-    "enable.sasl.oauthbearer.unsecure.jwt",
     "enable_sasl_queue",
     "group.protocol.type",
     "coordinator.query.interval.ms",

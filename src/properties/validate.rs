@@ -249,6 +249,15 @@ fn enum_word(values: &[EnumValue], word: &str, name: &str) -> Result<usize, Stri
     if let Some(reason) = values[index].gate.and_then(super::Gate::unsupported_reason) {
         return Err(unsupported_word(word, name, reason));
     }
+    // TLS needs the `ssl` feature: without it the TLS protocols are refused as librdkafka built
+    // without OpenSSL refuses them (the `ssl.*` settings stay accepted, and unused).
+    if values[index].gate == Some(super::Gate::Ssl) && !cfg!(feature = "ssl") {
+        return Err(unsupported_word(
+            word,
+            name,
+            "OpenSSL not available at build time",
+        ));
+    }
     Ok(index)
 }
 

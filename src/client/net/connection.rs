@@ -28,6 +28,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
+use crate::client::security::SaslConfig;
 
 /// How a connection behaves.
 #[derive(Debug, Clone)]
@@ -42,6 +43,12 @@ pub struct ConnectionOptions {
     /// used from short-lived runtimes (a handler's own thread) pins its sockets here so that
     /// they outlive the caller's runtime.
     pub runtime: Option<tokio::runtime::Handle>,
+    /// TLS around every TCP connection (not around the embedded cluster's in-memory pipes).
+    #[cfg(feature = "ssl")]
+    pub tls: Option<super::tls::TlsConnector>,
+    /// SASL authentication after the version handshake, and re-authentication before the
+    /// session lifetime the broker gives runs out.
+    pub sasl: Option<SaslConfig>,
 }
 
 impl Default for ConnectionOptions {
@@ -51,6 +58,9 @@ impl Default for ConnectionOptions {
             connect_timeout: Duration::from_secs(30),
             max_response_size: 100_000_000,
             runtime: None,
+            #[cfg(feature = "ssl")]
+            tls: None,
+            sasl: None,
         }
     }
 }
@@ -63,20 +73,38 @@ struct Pending {
 
 type PendingTable = Arc<Mutex<HashMap<i32, Pending>>>;
 
+/// What the writer task is handed.
+enum Outgoing {
+    /// A frame to write.
+    Frame(Bytes),
+    /// Re-authentication: from here on only the frames of this channel go out, until it closes
+    /// (the frames queued behind wait, in order).
+    Exclusive(mpsc::UnboundedReceiver<Bytes>),
+}
+
+/// The sending side of a connection: what builds frames and queues them for the writer.
+struct Wire {
+    address: String,
+    client_id: Option<StrBytes>,
+    frames: mpsc::UnboundedSender<Outgoing>,
+    pending: PendingTable,
+    next_correlation: AtomicI32,
+    closed: Arc<AtomicBool>,
+}
+
 static NEXT_CONNECTION_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A live connection to one broker.
 pub struct Connection {
     id: u64,
     address: String,
-    client_id: Option<StrBytes>,
-    frames: mpsc::UnboundedSender<Bytes>,
+    wire: Arc<Wire>,
     pending: PendingTable,
-    next_correlation: AtomicI32,
     closed: Arc<AtomicBool>,
     versions: ApiVersions,
     reader: JoinHandle<()>,
     writer: AbortHandle,
+    reauthenticator: Option<AbortHandle>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -92,6 +120,9 @@ impl Drop for Connection {
     fn drop(&mut self) {
         self.reader.abort();
         self.writer.abort();
+        if let Some(task) = &self.reauthenticator {
+            task.abort();
+        }
         fail_all(&self.pending, &self.address, "connection dropped");
     }
 }
@@ -112,16 +143,40 @@ impl Connection {
     async fn connect_here(address: &str, options: &ConnectionOptions) -> Result<Connection> {
         if let Some(pipe) = super::memory::dial(address) {
             let pipe = pipe.map_err(|e| Error::io(address, e))?;
-            return Self::over(pipe, address, options).await;
+            // The embedded cluster speaks plaintext only: no TLS, no SASL on its pipes.
+            let plain = ConnectionOptions {
+                sasl: None,
+                ..options.clone()
+            };
+            return Self::over(pipe, address, &plain).await;
         }
-        let stream = tokio::time::timeout(options.connect_timeout, TcpStream::connect(address))
+        // One deadline for TCP, TLS, versions and SASL: a broker that stalls anywhere in the
+        // set-up fails the connect instead of holding it.
+        tokio::time::timeout(options.connect_timeout, Self::dial(address, options))
             .await
-            .map_err(|_| Error::Timeout(format!("connecting to {address}")))?
+            .map_err(|_| {
+                Error::Timeout(format!(
+                    "setting up a connection to {address} ({:?})",
+                    options.connect_timeout
+                ))
+            })?
+    }
+
+    async fn dial(address: &str, options: &ConnectionOptions) -> Result<Connection> {
+        let stream = TcpStream::connect(address)
+            .await
             .map_err(|e| Error::io(address, e))?;
         // Small requests (heartbeats, acks) must not wait for Nagle.
         stream
             .set_nodelay(true)
             .map_err(|e| Error::io(address, e))?;
+        #[cfg(feature = "ssl")]
+        if let Some(tls) = &options.tls {
+            let stream = tls.connect(address, stream).await?;
+            return Self::over(stream, address, options)
+                .await
+                .map_err(|e| super::tls::refused_after_handshake(address, e));
+        }
         Self::over(stream, address, options).await
     }
 
@@ -139,7 +194,7 @@ impl Connection {
         let closed = Arc::new(AtomicBool::new(false));
         // Unbounded: what waits here is bounded by the callers (the producer's queue limits,
         // one fetch per partition), and a synchronous hand-off is what keeps the wire order.
-        let (frames, frames_rx) = mpsc::unbounded_channel::<Bytes>();
+        let (frames, frames_rx) = mpsc::unbounded_channel::<Outgoing>();
         let writer = tokio::spawn(write_frames(
             write_half,
             frames_rx,
@@ -154,22 +209,49 @@ impl Connection {
             address.to_owned(),
             options.max_response_size,
         ));
-        let mut connection = Connection {
-            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+        let wire = Arc::new(Wire {
             address: address.to_owned(),
             client_id: options.client_id.clone().map(StrBytes::from_string),
             frames,
-            pending,
+            pending: pending.clone(),
             next_correlation: AtomicI32::new(0),
+            closed: closed.clone(),
+        });
+        let mut connection = Connection {
+            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+            address: address.to_owned(),
+            wire,
+            pending,
             closed,
             versions: ApiVersions::default(),
             reader,
             writer: writer.abort_handle(),
+            reauthenticator: None,
         };
         let handshake = connection.handshake();
         connection.versions = tokio::time::timeout(options.connect_timeout, handshake)
             .await
             .map_err(|_| Error::Timeout(format!("ApiVersions handshake with {address}")))??;
+        if let Some(sasl) = &options.sasl {
+            let link = Link {
+                wire: connection.wire.clone(),
+                closer: connection.closer(),
+                route: None,
+            };
+            let timeout = options.connect_timeout;
+            let lifetime =
+                super::sasl::authenticate(&link, sasl, &connection.versions, timeout).await?;
+            if let Some(lifetime) = lifetime {
+                let task = tokio::spawn(reauthenticate(
+                    link,
+                    sasl.clone(),
+                    connection.versions.clone(),
+                    lifetime,
+                    timeout,
+                ));
+                connection.reauthenticator = Some(task.abort_handle());
+            }
+        }
         Ok(connection)
     }
 
@@ -288,6 +370,28 @@ impl Connection {
         version: i16,
         expect_response: bool,
     ) -> Result<(i32, Option<oneshot::Receiver<Result<Bytes>>>)> {
+        self.wire.submit(request, version, expect_response, None)
+    }
+
+    /// Closes the connection, failing every request in flight on it.
+    pub fn close(&self, why: &str) {
+        self.closer().close(why);
+    }
+}
+
+impl Wire {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Encodes `request` and queues it: on `route` during re-authentication, else in turn.
+    fn submit<R: Request>(
+        &self,
+        request: &R,
+        version: i16,
+        expect_response: bool,
+        route: Option<&mpsc::UnboundedSender<Bytes>>,
+    ) -> Result<(i32, Option<oneshot::Receiver<Result<Bytes>>>)> {
         if self.is_closed() {
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
@@ -331,16 +435,109 @@ impl Connection {
         } else {
             None
         };
-        if self.frames.send(frame.freeze()).is_err() {
+        let queued = match route {
+            Some(route) => route.send(frame.freeze()).is_ok(),
+            None => self.frames.send(Outgoing::Frame(frame.freeze())).is_ok(),
+        };
+        if !queued {
             lock(&self.pending).remove(&correlation);
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
         Ok((correlation, rx))
     }
+}
 
-    /// Closes the connection, failing every request in flight on it.
-    pub fn close(&self, why: &str) {
-        self.closer().close(why);
+/// A way to exchange requests on a connection before it is handed out (authentication) or
+/// while everybody else's requests wait (re-authentication).
+pub(super) struct Link {
+    wire: Arc<Wire>,
+    closer: Closer,
+    route: Option<mpsc::UnboundedSender<Bytes>>,
+}
+
+impl Link {
+    /// The broker's address.
+    pub(super) fn address(&self) -> &str {
+        &self.wire.address
+    }
+
+    /// Sends `request` and waits for its answer.
+    pub(super) async fn call<R: Request>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response> {
+        let (correlation, rx) = self
+            .wire
+            .submit(request, version, true, self.route.as_ref())?;
+        let Some(rx) = rx else {
+            return Err(Error::protocol("no response slot"));
+        };
+        InFlight::<R> {
+            correlation,
+            rx,
+            version,
+            timeout,
+            closer: self.closer.clone(),
+            _request: PhantomData,
+        }
+        .response()
+        .await
+    }
+}
+
+/// Re-authenticates (KIP-368) at 85 to 95 % of each session lifetime, as Kafka's clients do,
+/// until the connection closes. A failure closes the connection: the broker would close it at
+/// the session's end anyway, and a fresh dial authenticates from scratch.
+async fn reauthenticate(
+    link: Link,
+    sasl: SaslConfig,
+    versions: ApiVersions,
+    mut lifetime: Duration,
+    timeout: Duration,
+) {
+    loop {
+        // Bounded both ways: a session of a few milliseconds must not spin, one of centuries
+        // must not overflow a timer.
+        let bounded = lifetime.clamp(Duration::from_millis(100), Duration::from_hours(365 * 24));
+        let wait = bounded.mul_f64(0.85 + fastrand::f64() * 0.1);
+        tokio::time::sleep(wait).await;
+        if link.wire.is_closed() {
+            return;
+        }
+        let (route, exclusive) = mpsc::unbounded_channel();
+        if link
+            .wire
+            .frames
+            .send(Outgoing::Exclusive(exclusive))
+            .is_err()
+        {
+            return;
+        }
+        let turn = Link {
+            wire: link.wire.clone(),
+            closer: link.closer.clone(),
+            route: Some(route),
+        };
+        let outcome = super::sasl::authenticate(&turn, &sasl, &versions, timeout).await;
+        // Dropping the route lets the writer take the queued frames again.
+        drop(turn);
+        match outcome {
+            Ok(next) => {
+                super::sasl::count_reauthentication();
+                tracing::debug!(broker = %link.address(), "re-authenticated");
+                match next {
+                    Some(next) => lifetime = next,
+                    None => return,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(broker = %link.address(), error = %e, "re-authentication failed");
+                link.closer.close("re-authentication failed");
+                return;
+            }
+        }
     }
 }
 
@@ -436,18 +633,28 @@ fn fail_all(pending: &PendingTable, address: &str, why: &str) {
 
 async fn write_frames<W: AsyncWrite + Unpin>(
     writer: W,
-    mut frames: mpsc::UnboundedReceiver<Bytes>,
+    mut frames: mpsc::UnboundedReceiver<Outgoing>,
     closed: Arc<AtomicBool>,
     pending: PendingTable,
     address: String,
 ) {
     let mut writer = BufWriter::with_capacity(64 * 1024, writer);
     let outcome: std::io::Result<()> = async {
-        while let Some(frame) = frames.recv().await {
-            writer.write_all(&frame).await?;
+        while let Some(item) = frames.recv().await {
+            let mut next = Some(item);
             // Coalesce whatever else is already queued into the same flush.
-            while let Ok(more) = frames.try_recv() {
-                writer.write_all(&more).await?;
+            while let Some(item) = next.take() {
+                match item {
+                    Outgoing::Frame(frame) => writer.write_all(&frame).await?,
+                    Outgoing::Exclusive(mut only) => {
+                        writer.flush().await?;
+                        while let Some(frame) = only.recv().await {
+                            writer.write_all(&frame).await?;
+                            writer.flush().await?;
+                        }
+                    }
+                }
+                next = frames.try_recv().ok();
             }
             writer.flush().await?;
         }

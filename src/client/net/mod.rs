@@ -3,11 +3,17 @@
 mod backoff;
 mod connection;
 pub mod memory;
+mod sasl;
 mod shape_check;
 mod shapes;
+#[cfg(feature = "ssl")]
+mod tls;
 mod versions;
 
 pub use backoff::Backoff;
 pub use connection::{Connection, ConnectionOptions, InFlight};
+pub use sasl::{reauthentications, unsecured_jwt_provider};
 pub use shape_check::check_response;
+#[cfg(feature = "ssl")]
+pub use tls::{TlsConnector, crypto_provider};
 pub use versions::ApiVersions;

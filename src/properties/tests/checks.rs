@@ -135,7 +135,7 @@ fn assignors_are_parsed_and_not_mixed() {
 
 #[test]
 fn sasl_mechanisms() {
-    let sasl = [("security.protocol", "sasl_ssl")];
+    let sasl = [("security.protocol", "sasl_plaintext")];
     let with = |more: &[(&'static str, &'static str)]| {
         let mut pairs = sasl.to_vec();
         pairs.extend_from_slice(more);

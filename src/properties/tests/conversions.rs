@@ -282,7 +282,7 @@ fn not_acted_on_properties_are_found_under_any_spelling_and_logged_once() {
     let p: Properties = [
         ("client.id", "svc"),
         ("socket.keepalive.enable", "true"),
-        ("sasl.mechanisms", "PLAIN"),
+        ("enable_sasl_queue", "true"),
         ("topic.auto.commit.interval.ms", "1000"),
         ("auto.commit.interval.ms", "1000"),
         ("socket.keepalive.enable", "false"),
@@ -294,7 +294,7 @@ fn not_acted_on_properties_are_found_under_any_spelling_and_logged_once() {
         not_acted_on(&p),
         [
             "socket.keepalive.enable",
-            "sasl.mechanism",
+            "enable_sasl_queue",
             "topic.auto.commit.interval.ms"
         ]
     );

@@ -48,7 +48,7 @@ fn redaction_matches_keys_exactly() {
 #[test]
 fn views_and_errors_hide_secrets_too() {
     let pairs = [
-        ("security.protocol", "sasl_ssl"),
+        ("security.protocol", "sasl_plaintext"),
         ("sasl.mechanism", "PLAIN"),
         ("sasl.username", "user-secret"),
         ("sasl.password", "password-secret"),

@@ -306,8 +306,22 @@ fn enums_are_case_insensitive_whole_words_with_leading_space_dropped() {
         message,
         "Invalid value \"SASL_TLS\" for configuration property \"security.protocol\""
     );
-    for protocol in ["plaintext", "SSL", "sasl_plaintext", "SASL_SSL"] {
+    for protocol in ["plaintext", "sasl_plaintext", "SASL_PLAINTEXT"] {
         accepted(&[("security.protocol", protocol)]);
+    }
+    for protocol in ["SSL", "SASL_SSL", "sasl_ssl"] {
+        if cfg!(feature = "ssl") {
+            accepted(&[("security.protocol", protocol)]);
+        } else {
+            // Without the `ssl` feature, as librdkafka built without OpenSSL.
+            assert_eq!(
+                check_refusal(&[("security.protocol", protocol)]),
+                format!(
+                    "Unsupported value \"{protocol}\" for configuration property \
+                     \"security.protocol\": OpenSSL not available at build time"
+                )
+            );
+        }
     }
     for codec in ["none", "gzip", "snappy", "lz4", "zstd", "LZ4"] {
         accepted(&[("compression.type", codec)]);

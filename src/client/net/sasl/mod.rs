@@ -1,0 +1,160 @@
+//! SASL authentication of a connection: `SaslHandshake` names the mechanism, then
+//! `SaslAuthenticate`
+//! carries its messages (KIP-152 framing, the only one Kafka 4 speaks).
+//!
+//! The same exchange runs again on a live connection to re-authenticate (KIP-368) before the
+//! session lifetime the broker announced runs out; see `Connection`.
+
+mod oauthbearer;
+mod plain;
+mod scram;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+};
+use kafka_protocol::protocol::{StrBytes, VersionRange};
+
+pub use oauthbearer::unsecured_jwt_provider;
+
+use super::connection::Link;
+use super::versions::ApiVersions;
+use crate::client::error::{Error, Result};
+use crate::client::security::{SaslConfig, SaslMechanism};
+
+static REAUTHENTICATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// How many times connections of this process re-authenticated (KIP-368) so far.
+#[must_use]
+pub fn reauthentications() -> u64 {
+    REAUTHENTICATIONS.load(Ordering::Relaxed)
+}
+
+pub(super) fn count_reauthentication() {
+    REAUTHENTICATIONS.fetch_add(1, Ordering::Relaxed);
+}
+
+fn refused(link: &Link, reason: impl Into<String>) -> Error {
+    Error::Authentication {
+        broker: link.address().to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Turns a `SaslAuthenticate` answer with an error code into the failure it describes.
+fn check(link: &Link, response: &SaslAuthenticateResponse) -> Result<()> {
+    if response.error_code == 0 {
+        return Ok(());
+    }
+    let message = response
+        .error_message
+        .as_ref()
+        .map_or("no message", |m| m.as_str());
+    Err(refused(
+        link,
+        format!("error code {}: {message}", response.error_code),
+    ))
+}
+
+async fn step(
+    link: &Link,
+    version: i16,
+    timeout: Duration,
+    bytes: Vec<u8>,
+) -> Result<SaslAuthenticateResponse> {
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
+    link.call(&request, version, timeout).await
+}
+
+/// Authenticates the connection behind `link` with `config`; the answer is the session
+/// lifetime the broker gave (`None`: no re-authentication needed).
+pub(super) async fn authenticate(
+    link: &Link,
+    config: &SaslConfig,
+    versions: &ApiVersions,
+    timeout: Duration,
+) -> Result<Option<Duration>> {
+    let mechanism = config.mechanism;
+    let handshake_version = versions
+        .pick(ApiKey::SaslHandshake, VersionRange { min: 1, max: 1 })
+        .map_err(|_| refused(link, "the broker does not speak SaslHandshake v1"))?;
+    let handshake =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism.name()));
+    let answer = link.call(&handshake, handshake_version, timeout).await?;
+    if answer.error_code != 0 {
+        let offered: Vec<&str> = answer.mechanisms.iter().map(StrBytes::as_str).collect();
+        return Err(refused(
+            link,
+            format!(
+                "the listener does not enable SASL mechanism {} (it offers {})",
+                mechanism.name(),
+                offered.join(", ")
+            ),
+        ));
+    }
+    let version = versions
+        .pick(ApiKey::SaslAuthenticate, VersionRange { min: 0, max: 2 })
+        .map_err(|_| refused(link, "the broker does not speak SaslAuthenticate"))?;
+    let last = match mechanism {
+        SaslMechanism::Plain => {
+            let message = plain::message(config.username.expose(), config.password.expose());
+            let answer = step(link, version, timeout, message).await?;
+            check(link, &answer)?;
+            answer
+        }
+        SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
+            let hash = if mechanism == SaslMechanism::ScramSha256 {
+                scram::Hash::Sha256
+            } else {
+                scram::Hash::Sha512
+            };
+            let nonce = scram::Scram::random_nonce().map_err(|e| refused(link, e))?;
+            let mut exchange = scram::Scram::new(
+                hash,
+                config.username.expose(),
+                config.password.expose(),
+                nonce,
+            );
+            let first = step(link, version, timeout, exchange.client_first()).await?;
+            check(link, &first)?;
+            let proof = exchange
+                .client_final(&first.auth_bytes)
+                .map_err(|e| refused(link, e))?;
+            let last = step(link, version, timeout, proof).await?;
+            check(link, &last)?;
+            exchange
+                .verify_server_final(&last.auth_bytes)
+                .map_err(|e| refused(link, e))?;
+            last
+        }
+        SaslMechanism::OAuthBearer => {
+            let provider = config
+                .token_provider
+                .as_ref()
+                .ok_or_else(|| refused(link, "OAUTHBEARER needs a token provider"))?;
+            let token = provider().map_err(|e| refused(link, format!("no token: {e}")))?;
+            let answer = step(link, version, timeout, oauthbearer::message(&token)).await?;
+            check(link, &answer)?;
+            if !answer.auth_bytes.is_empty() {
+                // The server's refusal, as JSON; it ends the exchange once acknowledged.
+                let detail = String::from_utf8_lossy(&answer.auth_bytes).into_owned();
+                let ack = step(link, version, timeout, oauthbearer::ERROR_ACK.to_vec()).await;
+                let extra = match ack {
+                    Ok(a) => a
+                        .error_message
+                        .map(|m| format!(": {}", m.as_str()))
+                        .unwrap_or_default(),
+                    Err(_) => String::new(),
+                };
+                return Err(refused(link, format!("token refused {detail}{extra}")));
+            }
+            answer
+        }
+    };
+    tracing::debug!(broker = %link.address(), mechanism = mechanism.name(), "authenticated");
+    let lifetime = u64::try_from(last.session_lifetime_ms).unwrap_or(0);
+    Ok((lifetime > 0).then(|| Duration::from_millis(lifetime)))
+}
