@@ -80,11 +80,31 @@ mod tests {
 
     use super::{PhotoOrder, PrintJob, PrintJobs, app, lay_out};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_accepted_job_acks_and_a_refused_one_sets_the_order_aside_in_process()
+    -> Result<(), Box<dyn Error>> {
+        an_accepted_job_acks_and_a_refused_one_sets_the_order_aside_body(
+            TestApp::start(app()).await?,
+        )
+        .await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_accepted_job_acks_and_a_refused_one_sets_the_order_aside()
     -> Result<(), Box<dyn Error>> {
         super::runs::topic("photo-orders.kafka_broker_errors", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        an_accepted_job_acks_and_a_refused_one_sets_the_order_aside_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn an_accepted_job_acks_and_a_refused_one_sets_the_order_aside_body<
+        S: Send + Sync + 'static,
+    >(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         tb.broker::<KafkaBroker>()
             .message(&PhotoOrder {
                 order: 41,

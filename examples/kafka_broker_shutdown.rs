@@ -70,10 +70,24 @@ mod tests {
 
     use super::{DeliveryNote, LoadedTruck, app, broker};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_service_ships_its_note_then_shuts_down_in_process() -> Result<(), Box<dyn Error>> {
+        the_service_ships_its_note_then_shuts_down_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_service_ships_its_note_then_shuts_down() -> Result<(), Box<dyn Error>> {
         super::runs::topic("loaded-trucks.kafka_broker_shutdown", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        the_service_ships_its_note_then_shuts_down_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn the_service_ships_its_note_then_shuts_down_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         tb.broker::<KafkaBroker>()
             .message(&LoadedTruck {
                 plate: "KA-5120".to_owned(),

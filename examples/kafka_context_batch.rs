@@ -17,6 +17,10 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::context::KafkaBatchContext;
 use ruststream_kafka::prelude::*;
@@ -44,7 +48,7 @@ async fn show(slides: &[Slide], ctx: &mut Context<'_, KafkaBatchContext>) -> Han
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("lobby-wall", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -77,6 +81,51 @@ mod tests {
     use super::{Slide, app};
 
     const SLIDES: &str = "slides.kafka_context_batch";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_next_batch_starts_where_the_seek_pointed_in_process() -> Result<(), Box<dyn Error>>
+    {
+        let slide = |number, redraw_from| Slide {
+            number,
+            redraw_from,
+        };
+        let (tb, cluster) = super::in_process::start_prepared(app(), (), |cluster| {
+            let _ = cluster.create_topic(SLIDES, 1);
+            super::in_process::seed(
+                cluster,
+                SLIDES,
+                None,
+                &[
+                    slide(0, None),
+                    slide(1, Some(2)),
+                    slide(2, None),
+                    slide(3, None),
+                ],
+            )?;
+            Ok(())
+        })
+        .await?;
+        drop(cluster);
+        let kafka = tb.broker::<KafkaBroker>();
+        let shown = kafka.subscriber(SLIDES);
+        eventually("the redrawn run", || shown.received::<Slide>().len() >= 6).await?;
+        assert_eq!(
+            shown.batches::<Slide>(),
+            [
+                vec![
+                    slide(0, None),
+                    slide(1, Some(2)),
+                    slide(2, None),
+                    slide(3, None)
+                ],
+                vec![slide(2, None), slide(3, None)],
+            ]
+        );
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_next_batch_starts_where_the_seek_pointed() -> Result<(), Box<dyn Error>> {

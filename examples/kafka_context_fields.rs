@@ -17,6 +17,10 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::context::keys::{Key, Offset, TimestampMillis};
 use ruststream_kafka::prelude::*;
@@ -44,7 +48,7 @@ async fn receipt(
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("lockers", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -85,6 +89,37 @@ mod tests {
     use super::{DropReceipt, LockerDrop, app};
 
     const DROPS: &str = "locker-drops.kafka_context_fields";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_receipt_carries_the_delivery_fields_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) = super::in_process::start_prepared(app(), (), |cluster| {
+            let _ = cluster.create_topic(DROPS, 1);
+            Ok(())
+        })
+        .await?;
+        let before = now_millis();
+        super::in_process::seed_keyed(
+            &cluster,
+            DROPS,
+            &[("courier-17", LockerDrop { locker: 88 })],
+        )?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let receipts = || kafka.published::<DropReceipt>("drop-receipts.kafka_context_fields");
+        eventually("the receipt", || !receipts().messages().is_empty()).await?;
+        let [receipt] = <[DropReceipt; 1]>::try_from(receipts().decoded())
+            .map_err(|all| format!("one receipt expected: {all:?}"))?;
+        assert_eq!(receipt.locker, 88);
+        // The topic was created for this run, so the drop is its first record.
+        assert_eq!(receipt.record, format!("{DROPS}/0@0"));
+        assert_eq!(receipt.courier.as_deref(), Some("courier-17"));
+        let stamped_at = receipt.stamped_at.ok_or("no timestamp")?;
+        assert!(stamped_at >= before - 1_000, "{stamped_at} < {before}");
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_receipt_carries_the_delivery_fields() -> Result<(), Box<dyn Error>> {

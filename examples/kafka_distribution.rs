@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 #[path = "support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "support/readback.rs"]
 mod readback;
@@ -44,7 +48,7 @@ async fn intake(sample: &Sample) -> Assay {
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("lab-intake", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -71,6 +75,31 @@ mod tests {
     const SAMPLES: &str = "samples.distribution";
     const ASSAYS: &str = "assays.distribution";
 
+    /// On the embedded cluster in this process: the harness part of the live test; what
+    /// the harness says was published is read from the cluster's log.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn six_assays_land_one_on_each_partition_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_with_topics(app(), (), &[(SAMPLES, 1), (ASSAYS, 6)]).await?;
+        six_assays_land_one_on_each_partition_body(tb).await?;
+        // On the cluster: the n-th sample's assay on partition n - 1.
+        let placed: Vec<(i32, Assay)> = cluster
+            .records(ASSAYS)
+            .iter()
+            .map(|(partition, record)| {
+                serde_json::from_slice(record.value.as_deref().unwrap_or_default())
+                    .map(|assay| (*partition, assay))
+            })
+            .collect::<Result<_, _>>()?;
+        let expected: Vec<(i32, Assay)> = (0..6)
+            .zip(1..=6)
+            .map(|(partition, sample)| (partition, Assay { sample }))
+            .collect();
+        assert_eq!(placed, expected);
+        Ok(())
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn six_assays_land_one_on_each_partition() -> Result<(), Box<dyn Error>> {
         live::ensure_topic(SAMPLES, 1).await?;
@@ -78,6 +107,21 @@ mod tests {
         let before = readback::log_ends(ASSAYS, 6).await?;
 
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        six_assays_land_one_on_each_partition_body(tb).await?;
+
+        // The cycle in order: the n-th sample's assay on partition n - 1.
+        let landed = readback::committed_values_since(ASSAYS, &before).await?;
+        let expected: Vec<Vec<String>> = (1..=6)
+            .map(|sample| serde_json::to_string(&Assay { sample }).map(|a| vec![a]))
+            .collect::<Result<_, _>>()?;
+        assert_eq!(landed, expected);
+        Ok(())
+    }
+
+    /// The harness part of the test, whichever way the service was started.
+    async fn six_assays_land_one_on_each_partition_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         for id in 1..=6 {
             tb.broker::<KafkaBroker>()
                 .message(&Sample { id })
@@ -90,13 +134,6 @@ mod tests {
             .with(&Assay { sample: 6 })
             .with_options(&KafkaOptions::default().partition(5));
         tb.shutdown().await?;
-
-        // The cycle in order: the n-th sample's assay on partition n - 1.
-        let landed = readback::committed_values_since(ASSAYS, &before).await?;
-        let expected: Vec<Vec<String>> = (1..=6)
-            .map(|sample| serde_json::to_string(&Assay { sample }).map(|a| vec![a]))
-            .collect::<Result<_, _>>()?;
-        assert_eq!(landed, expected);
         Ok(())
     }
 }

@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 #[path = "support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "support/readback.rs"]
 mod readback;
@@ -56,7 +60,7 @@ async fn convert(reading: &Celsius) -> Fahrenheit {
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     // The policy's id is the pipeline the subscription names and the producer's transactional
     // id; a window of replies and offsets commits every 50 ms.
     let pipeline = EosPublish::new("converter.eos").commit_interval(Duration::from_millis(50));
@@ -83,6 +87,43 @@ mod tests {
     const CELSIUS: &str = "celsius.eos";
     const FAHRENHEIT: &str = "fahrenheit.eos";
     const GROUP: &str = "converter.eos";
+
+    /// In process: the reply is visible once its transaction committed with the reading's
+    /// offset (what `published` reads is the cluster's committed log).
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_reply_commits_with_the_offset_in_process() -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(app()).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        let reading = Celsius {
+            station: "ridge".to_owned(),
+            tenths: 200,
+        };
+        kafka.message(&reading).publish().await?;
+        kafka
+            .subscriber(CELSIUS)
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+        // The window commits within its interval.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while kafka
+            .published::<Fahrenheit>(FAHRENHEIT)
+            .messages()
+            .is_empty()
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        kafka
+            .published::<Fahrenheit>(FAHRENHEIT)
+            .assert_called_once()
+            .with(&Fahrenheit {
+                station: "ridge".to_owned(),
+                tenths: 680,
+            });
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_reply_and_the_offset_commit_together() -> Result<(), Box<dyn Error>> {

@@ -71,10 +71,41 @@ mod tests {
 
     const SET_POINTS: &str = "set-points.kafka_keys";
 
+    /// On the embedded cluster in this process: each set point goes in through the harness,
+    /// its room as the record key (the `kafka-partition-key` header).
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_room_applies_its_set_points_in_order_in_process() -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(app()).await?;
+        let records = set_points();
+        for (room, set_point) in &records {
+            let key = RoomKey { room };
+            tb.broker::<KafkaBroker>()
+                .publish_with_headers(SET_POINTS, set_point, &key)
+                .await?;
+        }
+        each_room_applies_its_set_points_in_order_body(tb, &records).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn each_room_applies_its_set_points_in_order() -> Result<(), Box<dyn Error>> {
         topic(SET_POINTS, 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let records = set_points();
+        seed_keyed(SET_POINTS, &records).await?;
+        each_room_applies_its_set_points_in_order_body(tb, &records).await
+    }
+
+    /// The record key as the harness takes it: the `kafka-partition-key` header.
+    #[cfg(feature = "testing")]
+    #[derive(serde::Serialize)]
+    struct RoomKey<'a> {
+        #[serde(rename = "kafka-partition-key")]
+        room: &'a str,
+    }
+
+    /// Seven set points for three rooms, keyed by room.
+    fn set_points() -> Vec<(&'static str, SetPoint)> {
         let set_point = |room: &str, seq: u32| SetPoint {
             room: room.to_owned(),
             seq,
@@ -83,17 +114,22 @@ mod tests {
         let rooms = [
             "kitchen", "study", "kitchen", "hall", "study", "kitchen", "hall",
         ];
-        let records: Vec<(&str, SetPoint)> = rooms
+        rooms
             .iter()
             .zip(1..)
             .map(|(room, seq)| (*room, set_point(room, seq)))
-            .collect();
-        seed_keyed(SET_POINTS, &records).await?;
+            .collect()
+    }
 
+    /// The test body, whichever way the service was started.
+    async fn each_room_applies_its_set_points_in_order_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+        records: &[(&str, SetPoint)],
+    ) -> Result<(), Box<dyn Error>> {
         let kafka = tb.broker::<KafkaBroker>();
         let applied = kafka.subscriber(SET_POINTS);
         eventually("every set point", || {
-            applied.received::<SetPoint>().len() >= rooms.len()
+            applied.received::<SetPoint>().len() >= records.len()
         })
         .await?;
         let received = applied.received::<SetPoint>();

@@ -17,6 +17,10 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -43,7 +47,7 @@ async fn log_sighting(sighting: &Sighting, Ctx(topic): Ctx<Topic>) -> HandlerOut
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("airfield", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -95,8 +99,28 @@ mod tests {
     use ruststream::testing::TestApp;
     use ruststream_kafka::prelude::*;
 
-    use super::runs::{eventually, seed, topic};
+    use super::runs::{Place, eventually, topic};
     use super::{BoardLine, Flight, Sighting, app};
+
+    /// On the embedded cluster in this process: the same body, its records placed on the
+    /// cluster directly.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_listed_topic_and_every_matching_one_is_read_in_process()
+    -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) = super::in_process::start_with_topics(
+            app(),
+            (),
+            &[
+                ("arrivals.kafka_multi_topic", 1),
+                ("departures.kafka_multi_topic", 1),
+                ("sightings-owls.kafka_multi_topic", 1),
+                ("sightings-foxes.kafka_multi_topic", 1),
+            ],
+        )
+        .await?;
+        every_listed_topic_and_every_matching_one_is_read_body(tb, &Place::Embedded(cluster)).await
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_listed_topic_and_every_matching_one_is_read() -> Result<(), Box<dyn Error>> {
@@ -109,22 +133,36 @@ mod tests {
             topic(name, 1).await?;
         }
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        every_listed_topic_and_every_matching_one_is_read_body(tb, &Place::Live).await
+    }
 
+    /// The test body, whichever way the service was started.
+    async fn every_listed_topic_and_every_matching_one_is_read_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+        place: &Place,
+    ) -> Result<(), Box<dyn Error>> {
         let flight = |code: &str| Flight {
             code: code.to_owned(),
         };
-        seed("arrivals.kafka_multi_topic", None, &[flight("LX318")]).await?;
-        seed("departures.kafka_multi_topic", None, &[flight("AY1072")]).await?;
+        place
+            .seed("arrivals.kafka_multi_topic", None, &[flight("LX318")])
+            .await?;
+        place
+            .seed("departures.kafka_multi_topic", None, &[flight("AY1072")])
+            .await?;
         let sighting = |ring: &str| Sighting {
             ring: ring.to_owned(),
         };
-        seed("sightings-owls.kafka_multi_topic", None, &[sighting("O-4")]).await?;
-        seed(
-            "sightings-foxes.kafka_multi_topic",
-            None,
-            &[sighting("F-9")],
-        )
-        .await?;
+        place
+            .seed("sightings-owls.kafka_multi_topic", None, &[sighting("O-4")])
+            .await?;
+        place
+            .seed(
+                "sightings-foxes.kafka_multi_topic",
+                None,
+                &[sighting("F-9")],
+            )
+            .await?;
 
         let kafka = tb.broker::<KafkaBroker>();
         let board = || kafka.published::<BoardLine>("board.kafka_multi_topic");

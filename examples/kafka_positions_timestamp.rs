@@ -18,6 +18,10 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -32,7 +36,7 @@ async fn average(reading: &StationReading) -> HandlerOutcome {
 }
 
 /// The service, reading from the first record stamped at or after `since` (epoch ms).
-fn service(since: i64) -> impl App {
+fn service(since: i64) -> impl App<State = ()> {
     RustStream::new(AppInfo::new("weather", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -43,7 +47,7 @@ fn service(since: i64) -> impl App {
 
 /// Every start rebuilds the average from the last hour of readings.
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let hour_ago = SystemTime::now()
         .checked_sub(Duration::from_hours(1))
         .and_then(|then| then.duration_since(UNIX_EPOCH).ok())
@@ -77,6 +81,41 @@ mod tests {
     use super::{StationReading, service};
 
     const READINGS: &str = "station-readings.kafka_positions_timestamp";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_service_opens_at_the_first_record_since_in_process() -> Result<(), Box<dyn Error>>
+    {
+        let reading = |millibar| StationReading {
+            station: "Brocken".to_owned(),
+            millibar,
+        };
+        // The cluster exists only once the service is starting: the cut is set a little ahead,
+        // the first reading written before it, the next two after it.
+        let since = now_millis() + 20;
+        let (tb, cluster) = super::in_process::start_prepared(service(since), (), |cluster| {
+            let _ = cluster.create_topic(READINGS, 1);
+            super::in_process::seed(cluster, READINGS, None, &[reading(1004)])?;
+            std::thread::sleep(Duration::from_millis(40));
+            super::in_process::seed(cluster, READINGS, None, &[reading(998), reading(995)])?;
+            Ok(())
+        })
+        .await?;
+        drop(cluster);
+        let kafka = tb.broker::<KafkaBroker>();
+        let averaged = kafka.subscriber(READINGS);
+        eventually("the two recent readings", || {
+            averaged.received::<StationReading>().len() >= 2
+        })
+        .await?;
+        assert_eq!(
+            averaged.received::<StationReading>(),
+            [reading(998), reading(995)]
+        );
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_service_opens_at_the_first_record_since() -> Result<(), Box<dyn Error>> {

@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 #[path = "support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "support/readback.rs"]
 mod readback;
@@ -55,7 +59,7 @@ async fn admit(sale: &SeatSale) -> Admission {
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let broker = KafkaBroker::new([live::bootstrap()])
         .producer_config("acks", "all")
         .producer_config("enable.idempotence", "true");
@@ -79,6 +83,18 @@ mod tests {
     const ADMISSIONS: &str = "admissions.publishing-durability";
     const GROUP: &str = "box-office.publishing-durability";
 
+    /// On the embedded cluster in this process: the harness part of the live test; what
+    /// the harness says was published is read from the cluster's log.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pass_is_written_before_its_sale_commits_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_with_topics(app(), (), &[(SALES, 1), (ADMISSIONS, 1)]).await?;
+        a_pass_is_written_before_its_sale_commits_body(tb).await?;
+        drop(cluster);
+        Ok(())
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_pass_is_written_before_its_sale_commits() -> Result<(), Box<dyn Error>> {
         live::ensure_topic(SALES, 1).await?;
@@ -86,6 +102,23 @@ mod tests {
         let before = readback::log_ends(ADMISSIONS, 1).await?;
 
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let pass = a_pass_is_written_before_its_sale_commits_body(tb).await?;
+
+        // The pass is on the cluster, and the group committed past the sale it answers.
+        let landed = readback::committed_values_since(ADMISSIONS, &before).await?;
+        assert_eq!(landed, [vec![serde_json::to_string(&pass)?]]);
+        let sales_end = readback::log_ends(SALES, 1).await?;
+        assert_eq!(
+            readback::committed_offset(GROUP, SALES, 0).await?,
+            sales_end[0]
+        );
+        Ok(())
+    }
+
+    /// The harness part of the test, whichever way the service was started.
+    async fn a_pass_is_written_before_its_sale_commits_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<Admission, Box<dyn Error>> {
         let sale = SeatSale {
             show: "matinee".to_owned(),
             seat: "F12".to_owned(),
@@ -105,15 +138,6 @@ mod tests {
             .assert_called_once()
             .with(&pass);
         tb.shutdown().await?;
-
-        // The pass is on the cluster, and the group committed past the sale it answers.
-        let landed = readback::committed_values_since(ADMISSIONS, &before).await?;
-        assert_eq!(landed, [vec![serde_json::to_string(&pass)?]]);
-        let sales_end = readback::log_ends(SALES, 1).await?;
-        assert_eq!(
-            readback::committed_offset(GROUP, SALES, 0).await?,
-            sales_end[0]
-        );
-        Ok(())
+        Ok(pass)
     }
 }

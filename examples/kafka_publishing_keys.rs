@@ -16,6 +16,10 @@ use serde::{Deserialize, Serialize};
 #[path = "support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "support/readback.rs"]
 mod readback;
@@ -64,7 +68,7 @@ async fn meter(reading: &Reading, Out(billing): Out<impl Publisher, Billing>) ->
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("metering", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -89,6 +93,24 @@ mod tests {
     const READINGS: &str = "meter-readings.publishing-keys";
     const USAGE: &str = "usage.publishing-keys";
 
+    /// On the embedded cluster in this process: the harness part of the live test; what
+    /// the harness says was published is read from the cluster's log.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_usage_of_one_meter_shares_a_key_and_a_partition_in_process()
+    -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_with_topics(app(), (), &[(READINGS, 1), (USAGE, 3)]).await?;
+        the_usage_of_one_meter_shares_a_key_and_a_partition_body(tb).await?;
+        // On the cluster: every record carries the meter as its key, all on one partition.
+        let records = cluster.records(USAGE);
+        assert_eq!(records.len(), 3);
+        assert!(records.iter().all(|(partition, record)| {
+            *partition == records[0].0 && record.key.as_deref() == Some(b"meter-17".as_slice())
+        }));
+        Ok(())
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_usage_of_one_meter_shares_a_key_and_a_partition() -> Result<(), Box<dyn Error>> {
         live::ensure_topic(READINGS, 1).await?;
@@ -96,24 +118,7 @@ mod tests {
         let before = readback::log_ends(USAGE, 3).await?;
 
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
-        for watt_hours in [120, 80, 45] {
-            let reading = Reading {
-                meter: "meter-17".to_owned(),
-                watt_hours,
-            };
-            tb.broker::<KafkaBroker>()
-                .message(&reading)
-                .publish()
-                .await?;
-        }
-
-        tb.out::<Billing>().assert_called(3);
-        tb.broker::<KafkaBroker>()
-            .published::<Usage>(USAGE)
-            .assert_called(3)
-            .with(&Usage { watt_hours: 45 })
-            .with_header(PARTITION_KEY_HEADER, "meter-17");
-        tb.shutdown().await?;
+        the_usage_of_one_meter_shares_a_key_and_a_partition_body(tb).await?;
 
         // On the cluster: every record carries the meter as its key, and all three sit on one
         // partition in the order they were published.
@@ -141,6 +146,31 @@ mod tests {
             amounts,
             [120, 80, 45].map(|watt_hours| Usage { watt_hours })
         );
+        Ok(())
+    }
+
+    /// The harness part of the test, whichever way the service was started.
+    async fn the_usage_of_one_meter_shares_a_key_and_a_partition_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
+        for watt_hours in [120, 80, 45] {
+            let reading = Reading {
+                meter: "meter-17".to_owned(),
+                watt_hours,
+            };
+            tb.broker::<KafkaBroker>()
+                .message(&reading)
+                .publish()
+                .await?;
+        }
+
+        tb.out::<Billing>().assert_called(3);
+        tb.broker::<KafkaBroker>()
+            .published::<Usage>(USAGE)
+            .assert_called(3)
+            .with(&Usage { watt_hours: 45 })
+            .with_header(PARTITION_KEY_HEADER, "meter-17");
+        tb.shutdown().await?;
         Ok(())
     }
 }

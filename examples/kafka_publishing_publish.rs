@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 #[path = "support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "support/readback.rs"]
 mod readback;
@@ -56,7 +60,7 @@ async fn lend(loan: &Loan) -> DueNotice {
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("lending-desk", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -82,6 +86,18 @@ mod tests {
     const LOANS: &str = "loans.publishing-publish";
     const NOTICES: &str = "due-notices.publishing-publish";
 
+    /// On the embedded cluster in this process: the harness part of the live test; what
+    /// the harness says was published is read from the cluster's log.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_loan_is_answered_on_the_notice_topic_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_with_topics(app(), (), &[(LOANS, 1), (NOTICES, 1)]).await?;
+        a_loan_is_answered_on_the_notice_topic_body(tb).await?;
+        drop(cluster);
+        Ok(())
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_loan_is_answered_on_the_notice_topic() -> Result<(), Box<dyn Error>> {
         live::ensure_topic(LOANS, 1).await?;
@@ -89,6 +105,18 @@ mod tests {
         let before = readback::log_ends(NOTICES, 1).await?;
 
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        let notice = a_loan_is_answered_on_the_notice_topic_body(tb).await?;
+
+        // The notice is on the cluster, on the topic its type names.
+        let landed = readback::committed_values_since(NOTICES, &before).await?;
+        assert_eq!(landed, [vec![serde_json::to_string(&notice)?]]);
+        Ok(())
+    }
+
+    /// The harness part of the test, whichever way the service was started.
+    async fn a_loan_is_answered_on_the_notice_topic_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<DueNotice, Box<dyn Error>> {
         let loan = Loan {
             book: "The Dispossessed".to_owned(),
             member: 31,
@@ -111,10 +139,6 @@ mod tests {
             .with(&notice)
             .assert_options_default();
         tb.shutdown().await?;
-
-        // The notice is on the cluster, on the topic its type names.
-        let landed = readback::committed_values_since(NOTICES, &before).await?;
-        assert_eq!(landed, [vec![serde_json::to_string(&notice)?]]);
-        Ok(())
+        Ok(notice)
     }
 }

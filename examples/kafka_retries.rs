@@ -114,16 +114,28 @@ mod tests {
     use ruststream_kafka::prelude::*;
 
     use super::runs::topic;
-    use super::{Text, app};
+    use super::{AppState, Text, app};
 
     const TEXTS: &str = "texts.kafka_retries";
     const DEAD: &str = "texts-dead.kafka_retries";
+
+    /// On the embedded cluster, on a paused clock: the pauses before each retry pass in no time.
+    #[cfg(feature = "testing")]
+    #[tokio::test(start_paused = true)]
+    async fn texts_are_sent_resent_or_dead_lettered_in_process() -> Result<(), Box<dyn Error>> {
+        sent_resent_or_dead_lettered(TestApp::start(app()).await?).await
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn texts_are_sent_resent_or_dead_lettered() -> Result<(), Box<dyn Error>> {
         topic(TEXTS, 1).await?;
         topic(DEAD, 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        sent_resent_or_dead_lettered(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn sent_resent_or_dead_lettered(tb: TestApp<AppState>) -> Result<(), Box<dyn Error>> {
         let kafka = tb.broker::<KafkaBroker>();
         let text = |number: &str, roaming| Text {
             number: number.to_owned(),

@@ -108,11 +108,25 @@ mod tests {
     const NORTH: &str = "crossings-north.kafka_settlement_source_topic";
     const SOUTH: &str = "crossings-south.kafka_settlement_source_topic";
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_retry_goes_back_to_its_own_harbour_in_process() -> Result<(), Box<dyn Error>> {
+        a_retry_goes_back_to_its_own_harbour_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_retry_goes_back_to_its_own_harbour() -> Result<(), Box<dyn Error>> {
         topic(NORTH, 1).await?;
         topic(SOUTH, 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        a_retry_goes_back_to_its_own_harbour_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_retry_goes_back_to_its_own_harbour_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let kafka = tb.broker::<KafkaBroker>();
         let crossing = Crossing {
             vehicle: "HB-2231".to_owned(),

@@ -17,6 +17,10 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -33,7 +37,7 @@ async fn tally(vote: &Vote, Ctx(partition): Ctx<Partition>) -> Counted {
     }
 }
 
-fn service(group: &str) -> impl App {
+fn service(group: &str) -> impl App<State = ()> {
     RustStream::new(AppInfo::new("tally", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]).default_group(group),
         |b| {
@@ -43,7 +47,7 @@ fn service(group: &str) -> impl App {
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     service("tally")
 }
 // --8<-- [end:app]
@@ -73,32 +77,53 @@ mod tests {
     use ruststream::testing::TestApp;
     use ruststream_kafka::prelude::*;
 
-    use super::runs::{eventually, fresh, recreate_topic, seed};
+    use super::runs::{Place, eventually, fresh, recreate_topic};
     use super::{Counted, Vote, service};
 
     const VOTES: &str = "votes.kafka_subscriptions_assignment";
+
+    /// On the embedded cluster in this process: the same body, its records placed on the
+    /// cluster directly.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lone_member_reads_both_partitions_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_with_topics(service(&fresh("tally")), (), &[(VOTES, 2)])
+                .await?;
+        a_lone_member_reads_both_partitions_body(tb, &Place::Embedded(cluster)).await
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lone_member_reads_both_partitions() -> Result<(), Box<dyn Error>> {
         recreate_topic(VOTES, 2).await?;
         let tb =
             TestApp::start_live_within(service(&fresh("tally")), Duration::from_secs(30)).await?;
-        seed(
-            VOTES,
-            Some(0),
-            &[Vote {
-                candidate: "Okafor".to_owned(),
-            }],
-        )
-        .await?;
-        seed(
-            VOTES,
-            Some(1),
-            &[Vote {
-                candidate: "Lindqvist".to_owned(),
-            }],
-        )
-        .await?;
+        a_lone_member_reads_both_partitions_body(tb, &Place::Live).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_lone_member_reads_both_partitions_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+        place: &Place,
+    ) -> Result<(), Box<dyn Error>> {
+        place
+            .seed(
+                VOTES,
+                Some(0),
+                &[Vote {
+                    candidate: "Okafor".to_owned(),
+                }],
+            )
+            .await?;
+        place
+            .seed(
+                VOTES,
+                Some(1),
+                &[Vote {
+                    candidate: "Lindqvist".to_owned(),
+                }],
+            )
+            .await?;
 
         let kafka = tb.broker::<KafkaBroker>();
         let counted = || kafka.published::<Counted>("counted.kafka_subscriptions_assignment");

@@ -55,10 +55,24 @@ mod tests {
 
     use super::{FullBin, app, schedule_pickup};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_bare_name_reads_in_the_default_group_in_process() -> Result<(), Box<dyn Error>> {
+        a_bare_name_reads_in_the_default_group_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_bare_name_reads_in_the_default_group() -> Result<(), Box<dyn Error>> {
         super::runs::topic("full-bins.kafka_subscriptions_name", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        a_bare_name_reads_in_the_default_group_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_bare_name_reads_in_the_default_group_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let bin = FullBin {
             street: "Linden Row".to_owned(),
             number: 9,

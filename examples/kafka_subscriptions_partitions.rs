@@ -17,6 +17,10 @@ mod live;
 #[path = "support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::context::keys::Offset;
 use ruststream_kafka::prelude::*;
@@ -32,7 +36,7 @@ async fn watch_bank_a(event: &LiftEvent, Ctx(offset): Ctx<Offset>) -> HandlerOut
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     // No group: the reader needs none.
     let broker = KafkaBroker::new([live::bootstrap()]);
     RustStream::new(AppInfo::new("lift-monitor", "0.1.0")).with_broker(broker, |b| {
@@ -68,6 +72,33 @@ mod tests {
     use super::{LiftEvent, app};
 
     const TOPIC: &str = "lift-events.kafka_subscriptions_partitions";
+
+    /// In process: the topic is created with its two partitions before the reader opens, and
+    /// the events are placed on them directly.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_reader_sees_its_partition_only_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) = super::in_process::start_with_topics(app(), (), &[(TOPIC, 2)]).await?;
+        let place = super::in_process::place;
+        place(&cluster, TOPIC, 1, &[LiftEvent { lift: 7, floor: 3 }])?;
+        let bank_a = [
+            LiftEvent { lift: 1, floor: 12 },
+            LiftEvent { lift: 2, floor: -1 },
+        ];
+        place(&cluster, TOPIC, 0, &bank_a)?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let watched = kafka.subscriber(TOPIC);
+        eventually("bank A's two events", || {
+            watched.received::<LiftEvent>().len() >= 2
+        })
+        .await?;
+        tb.settle().await?;
+        assert_eq!(watched.received::<LiftEvent>(), bank_a);
+        assert_eq!(watched.outcomes().len(), 2);
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_reader_sees_its_partition_only() -> Result<(), Box<dyn Error>> {

@@ -69,10 +69,24 @@ mod tests {
 
     use super::{Charge, MeterReading, app};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reading_is_priced_in_process() -> Result<(), Box<dyn Error>> {
+        a_reading_is_priced_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_reading_is_priced() -> Result<(), Box<dyn Error>> {
         super::runs::topic("meter-readings.kafka_topics", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        a_reading_is_priced_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_reading_is_priced_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let reading = MeterReading {
             meter: "M-77".to_owned(),
             kwh: 12,

@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 #[path = "support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "support/readback.rs"]
 mod readback;
@@ -79,7 +83,7 @@ async fn split(
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let tasks = Publish::default()
         .transactional_id("warehouse.transactions")
         .transaction_timeout(Duration::from_secs(10));
@@ -111,6 +115,43 @@ mod tests {
             restock,
             shelf: shelf.to_owned(),
         })
+    }
+
+    /// In process: what `published` reads is the cluster's committed log, so a committed
+    /// request's tasks are there together and an aborted one's task never is.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tasks_appear_together_at_commit_and_never_after_abort_in_process()
+    -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(app()).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        let good = Restock {
+            id: 1,
+            shelves: vec!["A1".to_owned(), "B4".to_owned()],
+        };
+        kafka.message(&good).publish().await?;
+        kafka
+            .subscriber(RESTOCKS)
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+        let picked = kafka.published::<PickTask>(TASKS).assert_called(2);
+        let shelves: Vec<String> = picked.decoded().into_iter().map(|t| t.shelf).collect();
+        assert_eq!(shelves, ["A1", "B4"]);
+
+        let bad = Restock {
+            id: 2,
+            shelves: vec!["C2".to_owned(), String::new()],
+        };
+        kafka.message(&bad).publish().await?;
+        kafka
+            .subscriber(RESTOCKS)
+            .assert_called(2)
+            .settled(HandlerOutcome::drop());
+        // The service sent C2's task inside the transaction; the abort kept it from readers.
+        tb.out::<PickTasks>().assert_called(3);
+        kafka.published::<PickTask>(TASKS).assert_called(2);
+        tb.shutdown().await?;
+        Ok(())
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 #[path = "../support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "../support/readback.rs"]
 mod readback;
@@ -109,7 +113,7 @@ async fn admit(scan: &Scan) -> Admission {
 // --8<-- [end:eos]
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let holds = Publish::default()
         .transactional_id("box-office.guide_exactly_once")
         .transaction_timeout(Duration::from_secs(10));
@@ -146,6 +150,69 @@ mod tests {
             booking,
             seat: seat.to_owned(),
         })
+    }
+
+    /// In process: what `published` reads is the cluster's committed log, so a booking's holds
+    /// appear together or not at all, and the admission once its window committed.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn all_or_nothing_and_exactly_once_in_process() -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(app()).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        let good = Booking {
+            id: 1,
+            seats: vec!["A12".to_owned(), "A13".to_owned()],
+        };
+        kafka.message(&good).publish().await?;
+        kafka
+            .subscriber(BOOKINGS)
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+        let held: Vec<String> = kafka
+            .published::<SeatHold>(HOLDS)
+            .assert_called(2)
+            .decoded()
+            .into_iter()
+            .map(|hold| hold.seat)
+            .collect();
+        assert_eq!(held, ["A12", "A13"]);
+
+        let bad = Booking {
+            id: 2,
+            seats: vec!["B1".to_owned(), String::new()],
+        };
+        kafka.message(&bad).publish().await?;
+        kafka
+            .subscriber(BOOKINGS)
+            .assert_called(2)
+            .settled(HandlerOutcome::drop());
+        kafka.published::<SeatHold>(HOLDS).assert_called(2);
+
+        let scan = Scan {
+            ticket: "T-0042".to_owned(),
+        };
+        kafka.message(&scan).publish().await?;
+        kafka
+            .subscriber(SCANS)
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while kafka
+            .published::<Admission>(ADMISSIONS)
+            .messages()
+            .is_empty()
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        kafka
+            .published::<Admission>(ADMISSIONS)
+            .assert_called_once()
+            .with(&Admission {
+                ticket: "T-0042".to_owned(),
+            });
+        tb.shutdown().await?;
+        Ok(())
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,6 +25,10 @@ mod readback;
 #[path = "../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -108,7 +112,7 @@ async fn fill(
 }
 
 #[ruststream::app]
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("pharmacy", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -142,6 +146,22 @@ mod tests {
     }
 
     // --8<-- [start:test]
+    /// On the embedded cluster in this process: the harness part of the live test; what
+    /// the harness says was published is read from the cluster's log.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_counter_dispenses_drops_and_holds_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) = super::in_process::start_with_topics(app(), (), &[]).await?;
+        the_counter_dispenses_drops_and_holds_body(tb).await?;
+        // On the cluster: the dispensed record is keyed by the patient.
+        let records = cluster.records(DISPENSED);
+        let [(_, record)] = &records[..] else {
+            return Err(format!("one dispensed record expected, got {}", records.len()).into());
+        };
+        assert_eq!(record.key.as_deref(), Some(&b"p-17"[..]));
+        Ok(())
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_counter_dispenses_drops_and_holds() -> Result<(), Box<dyn Error>> {
         for name in [PRESCRIPTIONS, DISPENSED, REVIEW] {
@@ -150,6 +170,31 @@ mod tests {
         let dispensed_before = readback::log_ends(DISPENSED, 1).await?;
         let review_before = readback::log_ends(REVIEW, 1).await?;
         let tb = TestApp::start_live_within(app(), START).await?;
+        let (dispensed, held) = the_counter_dispenses_drops_and_holds_body(tb).await?;
+
+        // On the cluster: one dispensed record under the patient's key, one held record.
+        let records = readback::records_since(
+            DISPENSED,
+            0,
+            dispensed_before[0],
+            IsolationLevel::ReadCommitted,
+        )
+        .await?;
+        let [record] = &records[..] else {
+            return Err(format!("one dispensed record expected, got {}", records.len()).into());
+        };
+        assert_eq!(record.key.as_deref(), Some(&b"p-17"[..]));
+        assert_eq!(readback::text(record), serde_json::to_string(&dispensed)?);
+        let review = readback::committed_values_since(REVIEW, &review_before).await?;
+        assert_eq!(review, [vec![serde_json::to_string(&held)?]]);
+        Ok(())
+    }
+
+    /// The harness part of the test, whichever way the service was started; it returns what
+    /// the live test then reads back.
+    async fn the_counter_dispenses_drops_and_holds_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(Dispensed, Held), Box<dyn Error>> {
         let kafka = tb.broker::<KafkaBroker>();
 
         // Dispensed, keyed by the patient.
@@ -200,23 +245,7 @@ mod tests {
             .with(&held);
         kafka.published::<Dispensed>(DISPENSED).assert_called_once();
         tb.shutdown().await?;
-
-        // On the cluster: one dispensed record under the patient's key, one held record.
-        let records = readback::records_since(
-            DISPENSED,
-            0,
-            dispensed_before[0],
-            IsolationLevel::ReadCommitted,
-        )
-        .await?;
-        let [record] = &records[..] else {
-            return Err(format!("one dispensed record expected, got {}", records.len()).into());
-        };
-        assert_eq!(record.key.as_deref(), Some(&b"p-17"[..]));
-        assert_eq!(readback::text(record), serde_json::to_string(&dispensed)?);
-        let review = readback::committed_values_since(REVIEW, &review_before).await?;
-        assert_eq!(review, [vec![serde_json::to_string(&held)?]]);
-        Ok(())
+        Ok((dispensed, held))
     }
     // --8<-- [end:test]
 }

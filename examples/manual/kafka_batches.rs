@@ -21,6 +21,10 @@ mod live;
 #[path = "../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -50,7 +54,7 @@ impl Handle<[MealTicket]> for Book {
     }
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let tickets = KafkaTopic::new("meal-tickets.manual_kafka_batches")
         .group("canteen.manual_kafka_batches")
         .commit(Commit::Tracked)
@@ -92,6 +96,46 @@ mod tests {
     use super::{MealTicket, app};
 
     const TICKETS: &str = "meal-tickets.manual_kafka_batches";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn waiting_tickets_arrive_in_one_call_and_settle_one_by_one_in_process()
+    -> Result<(), Box<dyn Error>> {
+        let tickets = [
+            MealTicket {
+                employee: 4,
+                cents: 650,
+            },
+            MealTicket {
+                employee: 5,
+                cents: 0,
+            },
+            MealTicket {
+                employee: 6,
+                cents: 720,
+            },
+        ];
+        let (tb, cluster) = super::in_process::start_prepared(app(), (), |cluster| {
+            let _ = cluster.create_topic(TICKETS, 1);
+            super::in_process::seed(cluster, TICKETS, None, &tickets)?;
+            Ok(())
+        })
+        .await?;
+        drop(cluster);
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let booked = kafka.subscriber(TICKETS);
+        eventually("the three tickets", || {
+            booked.received::<MealTicket>().len() >= 3
+        })
+        .await?;
+        assert_eq!(booked.batches::<MealTicket>(), [tickets]);
+        // The restart in the same group (the live test's second half) has no in-process
+        // counterpart: every `TestApp::start` brings a fresh cluster, with no group offsets.
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn waiting_tickets_arrive_in_one_call_and_settle_one_by_one() -> Result<(), Box<dyn Error>>

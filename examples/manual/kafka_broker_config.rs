@@ -117,10 +117,24 @@ mod tests {
 
     use super::{BookScan, Catalogue, CatalogueCard, app, broker};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_configured_broker_answers_with_the_card_in_process() -> Result<(), Box<dyn Error>> {
+        a_configured_broker_answers_with_the_card_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_configured_broker_answers_with_the_card() -> Result<(), Box<dyn Error>> {
         super::runs::topic("scans.manual_kafka_broker_config", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        a_configured_broker_answers_with_the_card_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_configured_broker_answers_with_the_card_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let scan = BookScan {
             isbn: "978-0-14-044913-6".to_owned(),
             floor: 2,

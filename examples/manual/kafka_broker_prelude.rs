@@ -115,10 +115,24 @@ mod tests {
 
     use super::{CourtBooking, CourtRequest, app};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_is_answered_with_a_booking_in_process() -> Result<(), Box<dyn Error>> {
+        a_request_is_answered_with_a_booking_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_request_is_answered_with_a_booking() -> Result<(), Box<dyn Error>> {
         super::runs::topic("court-requests.manual_kafka_broker_prelude", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        a_request_is_answered_with_a_booking_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_request_is_answered_with_a_booking_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let request = CourtRequest {
             member: 310,
             hour: 18,

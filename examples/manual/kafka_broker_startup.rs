@@ -129,10 +129,24 @@ mod tests {
         Ok(())
     }
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_started_service_reads_what_follows_in_process() -> Result<(), Box<dyn Error>> {
+        a_started_service_reads_what_follows_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_started_service_reads_what_follows() -> Result<(), Box<dyn Error>> {
         super::runs::topic("boarding-passes.manual_kafka_broker_startup", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        a_started_service_reads_what_follows_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_started_service_reads_what_follows_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let pass = BoardingPass {
             seat: "14C".to_owned(),
         };

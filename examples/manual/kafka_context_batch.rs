@@ -20,6 +20,10 @@ mod live;
 #[path = "../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::context::KafkaBatchContext;
 use ruststream_kafka::prelude::*;
@@ -50,7 +54,7 @@ impl Handle<[Slide], (), (), KafkaBatchContext> for Show {
     }
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let slides = KafkaTopic::new("slides.manual_kafka_context_batch")
         .group("lobby-wall.manual_kafka_context_batch")
         .start(StartOffset::Earliest);
@@ -90,6 +94,51 @@ mod tests {
     use super::{Slide, app};
 
     const SLIDES: &str = "slides.manual_kafka_context_batch";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_next_batch_starts_where_the_seek_pointed_in_process() -> Result<(), Box<dyn Error>>
+    {
+        let slide = |number, redraw_from| Slide {
+            number,
+            redraw_from,
+        };
+        let (tb, cluster) = super::in_process::start_prepared(app(), (), |cluster| {
+            let _ = cluster.create_topic(SLIDES, 1);
+            super::in_process::seed(
+                cluster,
+                SLIDES,
+                None,
+                &[
+                    slide(0, None),
+                    slide(1, Some(2)),
+                    slide(2, None),
+                    slide(3, None),
+                ],
+            )?;
+            Ok(())
+        })
+        .await?;
+        drop(cluster);
+        let kafka = tb.broker::<KafkaBroker>();
+        let shown = kafka.subscriber(SLIDES);
+        eventually("the redrawn run", || shown.received::<Slide>().len() >= 6).await?;
+        assert_eq!(
+            shown.batches::<Slide>(),
+            [
+                vec![
+                    slide(0, None),
+                    slide(1, Some(2)),
+                    slide(2, None),
+                    slide(3, None)
+                ],
+                vec![slide(2, None), slide(3, None)],
+            ]
+        );
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_next_batch_starts_where_the_seek_pointed() -> Result<(), Box<dyn Error>> {

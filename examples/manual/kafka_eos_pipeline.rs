@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 #[path = "../support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "../support/readback.rs"]
 mod readback;
@@ -72,7 +76,7 @@ fn invoices() -> KafkaTopic {
         ))
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     // One id names the pipeline, the subscription's commit mode and the transactional producer.
     let pipeline = EosPublish::new("ledger.manual_kafka_eos_pipeline")
         .commit_interval(Duration::from_millis(50));
@@ -132,6 +136,38 @@ mod tests {
 
     const INVOICES: &str = "invoices.manual_kafka_eos_pipeline";
     const GROUP: &str = "ledger.manual_kafka_eos_pipeline";
+
+    /// In process: the postings are visible once the transaction that also holds the
+    /// invoice's offset committed (what `published` reads is the cluster's committed log).
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_posting_commits_with_the_invoice_in_process() -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(app()).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        let invoice = Invoice {
+            number: 7,
+            lines: vec![1250, 499, 80],
+        };
+        kafka.message(&invoice).publish().await?;
+        kafka
+            .subscriber(INVOICES)
+            .assert_called_once()
+            .settled(HandlerOutcome::ack());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while kafka.published::<Posting>(POSTINGS).messages().len() < 3 && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let postings = kafka.published::<Posting>(POSTINGS).assert_called(3);
+        let expected = [(0, 1250), (1, 499), (2, 80)].map(|(line, cents)| Posting {
+            invoice: 7,
+            line,
+            cents,
+        });
+        assert_eq!(postings.decoded(), expected);
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_posting_commits_with_the_invoice_offset() -> Result<(), Box<dyn Error>> {

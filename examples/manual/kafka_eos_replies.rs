@@ -26,6 +26,10 @@ mod readback;
 #[path = "../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -59,7 +63,7 @@ fn sessions() -> KafkaTopic {
         ))
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let pipeline = EosPublish::new("billing.manual_kafka_eos_replies")
         .commit_interval(Duration::from_millis(50));
     RustStream::new(AppInfo::new("invoicing", "0.1.0")).with_broker(
@@ -145,6 +149,49 @@ mod tests {
             plate: plate.to_owned(),
             minutes,
         }
+    }
+
+    /// In process: each session's charge is visible once its window committed; the empty
+    /// session is dropped and charges nothing.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn charges_and_offsets_commit_together_in_process() -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(app()).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        for plate_minutes in [
+            ("KA-101", 30),
+            ("KB-202", 0),
+            ("KA-303", 12),
+            ("KB-404", 45),
+        ] {
+            let (plate, minutes) = plate_minutes;
+            kafka.message(&session(plate, minutes)).publish().await?;
+        }
+        let billed = kafka.subscriber(SESSIONS);
+        assert_eq!(
+            billed.outcomes(),
+            [Outcome::Ack, Outcome::Drop, Outcome::Ack, Outcome::Ack]
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while kafka.published::<Charge>(CHARGES).messages().len() < 3 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let charges = kafka.published::<Charge>(CHARGES).assert_called(3);
+        let cents: Vec<(String, u64)> = charges
+            .decoded()
+            .into_iter()
+            .map(|charge| (charge.plate, u64::from(charge.cents)))
+            .collect();
+        assert_eq!(
+            cents,
+            [
+                ("KA-101".to_owned(), 150),
+                ("KA-303".to_owned(), 60),
+                ("KB-404".to_owned(), 225)
+            ]
+        );
+        tb.shutdown().await?;
+        Ok(())
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

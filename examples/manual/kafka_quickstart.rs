@@ -79,11 +79,25 @@ mod tests {
 
     use super::{Order, app};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_published_order_reaches_the_handler_in_process() -> Result<(), Box<dyn Error>> {
+        a_published_order_reaches_the_handler_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_published_order_reaches_the_handler() -> Result<(), Box<dyn Error>> {
         super::live::ensure_topic("orders", 1).await?;
 
         let tb = TestApp::start_live_within(app(), Duration::from_mins(1)).await?;
+        a_published_order_reaches_the_handler_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_published_order_reaches_the_handler_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         tb.broker::<KafkaBroker>()
             .message(&Order { id: 8 })
             .publish()

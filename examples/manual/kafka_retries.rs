@@ -154,11 +154,25 @@ mod tests {
     const TEXTS: &str = "texts.manual_kafka_retries";
     const DEAD: &str = "texts-dead.manual_kafka_retries";
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(start_paused = true)]
+    async fn texts_are_sent_resent_or_dead_lettered_in_process() -> Result<(), Box<dyn Error>> {
+        texts_are_sent_resent_or_dead_lettered_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn texts_are_sent_resent_or_dead_lettered() -> Result<(), Box<dyn Error>> {
         topic(TEXTS, 1).await?;
         topic(DEAD, 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        texts_are_sent_resent_or_dead_lettered_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn texts_are_sent_resent_or_dead_lettered_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let kafka = tb.broker::<KafkaBroker>();
         let text = |number: &str, roaming| Text {
             number: number.to_owned(),

@@ -22,6 +22,10 @@ mod live;
 #[path = "../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::context::KafkaContext;
 use ruststream_kafka::prelude::*;
@@ -65,7 +69,7 @@ impl Handle<PrintJob, (), (), KafkaContext> for Print {
     }
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let prices = KafkaTopic::new("price-list.manual_kafka_seek").group("till.manual_kafka_seek");
     // A new printer group starts with the oldest job queued.
     let queue = KafkaTopic::new("print-queue.manual_kafka_seek")
@@ -127,6 +131,62 @@ mod tests {
 
     const PRICES: &str = "price-list.manual_kafka_seek";
     const QUEUE: &str = "print-queue.manual_kafka_seek";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_start_replays_prices_and_a_purge_skips_jobs_in_process()
+    -> Result<(), Box<dyn Error>> {
+        let price = |sku: &str, cents| Price {
+            sku: sku.to_owned(),
+            cents,
+        };
+        let prices = [price("tea", 240), price("scone", 310)];
+        let job = |document: &str, purge_through| PrintJob {
+            document: document.to_owned(),
+            purge_through,
+        };
+        let (tb, cluster) = super::in_process::start_prepared(app(), (), |cluster| {
+            let _ = cluster.create_topic(PRICES, 1);
+            let _ = cluster.create_topic(QUEUE, 1);
+            super::in_process::seed(cluster, PRICES, None, &prices)?;
+            super::in_process::seed(
+                cluster,
+                QUEUE,
+                None,
+                &[
+                    job("menu", Some(3)),
+                    job("stale-1", None),
+                    job("stale-2", None),
+                    job("receipt", None),
+                ],
+            )?;
+            Ok(())
+        })
+        .await?;
+        drop(cluster);
+        let kafka = tb.broker::<KafkaBroker>();
+        let loaded = kafka.subscriber(PRICES);
+        eventually("the price list", || loaded.received::<Price>().len() >= 2).await?;
+        assert_eq!(loaded.received::<Price>(), prices);
+
+        let printed = kafka.subscriber(QUEUE);
+        eventually("the receipt", || {
+            printed
+                .received::<PrintJob>()
+                .iter()
+                .any(|job| job.document == "receipt")
+        })
+        .await?;
+        assert_eq!(
+            printed.received::<PrintJob>(),
+            [job("menu", Some(3)), job("receipt", None)]
+        );
+        // The second start of the live test has no in-process counterpart: every
+        // `TestApp::start` brings a fresh cluster, with no group offsets to start past.
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_start_replays_prices_and_a_purge_skips_jobs() -> Result<(), Box<dyn Error>> {

@@ -158,11 +158,29 @@ mod tests {
     use super::runs::{eventually, topic};
     use super::{Ticket, TurnstileClick, app};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_tracked_retry_comes_back_and_an_auto_retry_does_not_in_process()
+    -> Result<(), Box<dyn Error>> {
+        a_tracked_retry_comes_back_and_an_auto_retry_does_not_body(TestApp::start(app()).await?)
+            .await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_tracked_retry_comes_back_and_an_auto_retry_does_not() -> Result<(), Box<dyn Error>> {
         topic("tickets.manual_kafka_settlement_commit", 1).await?;
         topic("turnstile-clicks.manual_kafka_settlement_commit", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        a_tracked_retry_comes_back_and_an_auto_retry_does_not_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn a_tracked_retry_comes_back_and_an_auto_retry_does_not_body<
+        S: Send + Sync + 'static,
+    >(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let kafka = tb.broker::<KafkaBroker>();
 
         let smudged = Ticket {

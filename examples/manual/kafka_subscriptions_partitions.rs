@@ -21,6 +21,10 @@ mod live;
 #[path = "../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::context::KafkaContext;
 use ruststream_kafka::context::keys::Offset;
@@ -42,7 +46,7 @@ impl Handle<LiftEvent, (), (), KafkaContext> for WatchBankA {
     }
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     // No group: the reader needs none. It starts at the end of partition 0.
     let bank_a = KafkaPartitions::new("lift-events.manual_kafka_subscriptions_partitions", [0])
         .start(StartOffset::Latest);
@@ -84,6 +88,33 @@ mod tests {
     use super::{LiftEvent, app};
 
     const TOPIC: &str = "lift-events.manual_kafka_subscriptions_partitions";
+
+    /// In process: the topic is created with its two partitions before the reader opens, and
+    /// the events are placed on them directly.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_reader_sees_its_partition_only_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) = super::in_process::start_with_topics(app(), (), &[(TOPIC, 2)]).await?;
+        let place = super::in_process::place;
+        place(&cluster, TOPIC, 1, &[LiftEvent { lift: 7, floor: 3 }])?;
+        let bank_a = [
+            LiftEvent { lift: 1, floor: 12 },
+            LiftEvent { lift: 2, floor: -1 },
+        ];
+        place(&cluster, TOPIC, 0, &bank_a)?;
+
+        let kafka = tb.broker::<KafkaBroker>();
+        let watched = kafka.subscriber(TOPIC);
+        eventually("bank A's two events", || {
+            watched.received::<LiftEvent>().len() >= 2
+        })
+        .await?;
+        tb.settle().await?;
+        assert_eq!(watched.received::<LiftEvent>(), bank_a);
+        assert_eq!(watched.outcomes().len(), 2);
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_reader_sees_its_partition_only() -> Result<(), Box<dyn Error>> {

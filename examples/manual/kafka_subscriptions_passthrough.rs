@@ -93,10 +93,24 @@ mod tests {
 
     use super::{Analyse, LabSample, app, samples};
 
+    /// On the embedded cluster in this process: nothing to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_tuned_consumer_reads_and_settles_in_process() -> Result<(), Box<dyn Error>> {
+        the_tuned_consumer_reads_and_settles_body(TestApp::start(app()).await?).await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_tuned_consumer_reads_and_settles() -> Result<(), Box<dyn Error>> {
         super::runs::topic("lab-samples.manual_kafka_subscriptions_passthrough", 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        the_tuned_consumer_reads_and_settles_body(tb).await
+    }
+
+    /// The test body, whichever way the service was started.
+    async fn the_tuned_consumer_reads_and_settles_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let sample = LabSample {
             tube: "T-0091".to_owned(),
             panel: "lipids".to_owned(),

@@ -21,6 +21,10 @@ mod live;
 #[path = "../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -52,7 +56,7 @@ impl Handle<Listing, Alerted> for Alert {
     }
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     // A new index group starts at the oldest record the topic retains ...
     let everything = KafkaTopic::new("listings.manual_kafka_subscriptions_start_offset")
         .group("index.manual_kafka_subscriptions_start_offset")
@@ -144,6 +148,34 @@ mod tests {
     use super::{Alerted, Indexed, Listing, app};
 
     const LISTINGS: &str = "listings.manual_kafka_subscriptions_start_offset";
+
+    /// In process: the first listing is on the cluster before the service starts, the second
+    /// comes after; the index reads both, the alerts only the second.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn earliest_reads_the_past_and_latest_only_what_follows_in_process()
+    -> Result<(), Box<dyn Error>> {
+        let (tb, _cluster) = super::in_process::start_prepared(app(), (), |cluster| {
+            super::in_process::place(cluster, LISTINGS, 0, &[Listing { flat: 101 }])
+        })
+        .await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        kafka.message(&Listing { flat: 202 }).publish().await?;
+
+        let indexed =
+            || kafka.published::<Indexed>("indexed.manual_kafka_subscriptions_start_offset");
+        eventually("both listings indexed", || indexed().messages().len() >= 2).await?;
+        assert_eq!(
+            indexed().decoded(),
+            [Indexed { flat: 101 }, Indexed { flat: 202 }]
+        );
+        kafka
+            .published::<Alerted>("alerted.manual_kafka_subscriptions_start_offset")
+            .assert_called_once()
+            .with(&Alerted { flat: 202 });
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn earliest_reads_the_past_and_latest_only_what_follows() -> Result<(), Box<dyn Error>> {

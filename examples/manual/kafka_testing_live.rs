@@ -164,6 +164,16 @@ mod tests {
         Ok(())
     }
 
+    /// The same body on the embedded cluster in this process: no broker to start.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_same_on_the_embedded_cluster() -> Result<(), Box<dyn Error>> {
+        let tb = TestApp::start(tip_jar("kafka.internal:9092", "tip-jar")).await?;
+        thanks_a_tip_and_ignores_an_empty_one(&tb).await?;
+        tb.shutdown().await?;
+        Ok(())
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn against_the_broker() -> Result<(), Box<dyn Error>> {
         // A group finds its topics at startup only if they exist by then.

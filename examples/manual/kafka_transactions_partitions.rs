@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 #[path = "../support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "../support/readback.rs"]
 mod readback;
@@ -67,7 +71,7 @@ fn trips() -> KafkaTopic {
         .commit(Commit::Tracked)
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("fares", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]),
         |b| {
@@ -146,6 +150,55 @@ mod tests {
 
     fn line(trip: u64, cents: u32) -> Result<String, serde_json::Error> {
         serde_json::to_string(&FareLine { trip, cents })
+    }
+
+    /// In process: the trips topic has its two partitions before the service starts; each
+    /// cab's trip lands on one of them, and each partition's transaction commits its lines.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_partition_commits_its_own_trips_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_with_topics(app(), (), &[(TRIPS, 2), (LINES, 1)]).await?;
+        let kafka = tb.broker::<KafkaBroker>();
+        let trips = [
+            (
+                "cab-4",
+                Trip {
+                    id: 10,
+                    charges: vec![250, 40],
+                },
+            ),
+            (
+                "cab-1",
+                Trip {
+                    id: 11,
+                    charges: vec![900],
+                },
+            ),
+        ];
+        for (cab, trip) in &trips {
+            let key = BTreeMap::from([(PARTITION_KEY_HEADER, *cab)]);
+            kafka.publish_with_headers(TRIPS, trip, &key).await?;
+        }
+        kafka
+            .subscriber(TRIPS)
+            .assert_called(2)
+            .settled(HandlerOutcome::ack());
+        let mut lines: Vec<(u64, u32)> = kafka
+            .published::<FareLine>(LINES)
+            .assert_called(3)
+            .decoded()
+            .into_iter()
+            .map(|line| (line.trip, line.cents))
+            .collect();
+        lines.sort_unstable();
+        assert_eq!(lines, [(10, 40), (10, 250), (11, 900)]);
+        // One trip on each partition.
+        let mut partitions: Vec<i32> = cluster.records(TRIPS).iter().map(|(p, _)| *p).collect();
+        partitions.sort_unstable();
+        assert_eq!(partitions, [0, 1]);
+        tb.shutdown().await?;
+        Ok(())
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -129,3 +129,41 @@ pub async fn seed_keyed<T: serde::Serialize>(
     broker.shutdown().await?;
     Ok(())
 }
+
+/// Where a test body run both ways writes the records it seeds: through a client of the live
+/// cluster, or straight onto the embedded cluster of an in-process run.
+pub enum Place {
+    /// The live cluster at `live::bootstrap()`.
+    Live,
+    /// The embedded cluster `TestApp::start` connected the service to.
+    #[cfg(feature = "testing")]
+    Embedded(ruststream_kafka::testing::EmbeddedCluster),
+}
+
+impl Place {
+    /// Writes each of `records`, JSON-encoded, onto `partition` of `topic` (or where the
+    /// cluster puts a keyless record, with none named).
+    pub async fn seed<T: serde::Serialize>(
+        &self,
+        topic: &str,
+        partition: Option<i32>,
+        records: &[T],
+    ) -> Result<(), Box<dyn Error>> {
+        match self {
+            Place::Live => seed(topic, partition, records).await,
+            #[cfg(feature = "testing")]
+            Place::Embedded(cluster) => {
+                for record in records {
+                    let value = serde_json::to_vec(record)?;
+                    match partition {
+                        Some(partition) => {
+                            cluster.produce_to(topic, partition, None, &value, &[])?
+                        }
+                        None => cluster.produce(topic, None, &value, &[])?,
+                    };
+                }
+                Ok(())
+            }
+        }
+    }
+}

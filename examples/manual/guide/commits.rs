@@ -28,6 +28,10 @@ mod readback;
 #[path = "../../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -242,12 +246,24 @@ mod tests {
     use ruststream::testing::{Outcome, TestApp};
     use ruststream_kafka::prelude::*;
 
-    use super::runs::{START, eventually, seed, topic};
+    use super::runs::{Place, START, eventually, topic};
     use super::{AppOpen, BillLine, Rent, app, readback};
 
     const RENT: &str = "rent.manual_guide_commits";
     const OPENS: &str = "app-opens.manual_guide_commits";
     const LINES: &str = "bill-lines.manual_guide_commits";
+
+    /// On the embedded cluster in this process: the harness part of the live test; what
+    /// the harness says was published is read from the cluster's log.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn what_comes_back_depends_on_the_commit_mode_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) =
+            super::in_process::start_with_topics(app(), super::Services::connect(), &[]).await?;
+        let place = Place::Embedded(cluster);
+        what_comes_back_depends_on_the_commit_mode_body(tb, &place).await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn what_comes_back_depends_on_the_commit_mode() -> Result<(), Box<dyn Error>> {
@@ -255,6 +271,23 @@ mod tests {
             topic(name, 1).await?;
         }
         let tb = TestApp::start_live_within(app(), START).await?;
+        what_comes_back_depends_on_the_commit_mode_body(tb, &Place::Live).await?;
+
+        for (name, group) in [
+            (RENT, "transfers.manual_guide_commits"),
+            (LINES, "bills.manual_guide_commits"),
+        ] {
+            let end = readback::log_ends(name, 1).await?;
+            assert_eq!(readback::committed_offset(group, name, 0).await?, end[0]);
+        }
+        Ok(())
+    }
+
+    /// The harness part of the test, whichever way the service was started.
+    async fn what_comes_back_depends_on_the_commit_mode_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+        place: &Place,
+    ) -> Result<(), Box<dyn Error>> {
         let kafka = tb.broker::<KafkaBroker>();
 
         // Tracked: the refused transfer comes back and goes through.
@@ -296,7 +329,7 @@ mod tests {
                 cents: 2_350,
             },
         ];
-        seed(LINES, None, &lines).await?;
+        place.seed(LINES, None, &lines).await?;
         let bills = kafka.subscriber(LINES);
         eventually("every bill line", || {
             bills
@@ -310,14 +343,6 @@ mod tests {
         let booked: Vec<BillLine> = bills.batches().into_iter().flatten().collect();
         assert_eq!(booked, lines);
         tb.shutdown().await?;
-
-        for (name, group) in [
-            (RENT, "transfers.manual_guide_commits"),
-            (LINES, "bills.manual_guide_commits"),
-        ] {
-            let end = readback::log_ends(name, 1).await?;
-            assert_eq!(readback::committed_offset(group, name, 0).await?, end[0]);
-        }
         Ok(())
     }
 }

@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 #[path = "../../support/live.rs"]
 mod live;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../../support/in_process.rs"]
+mod in_process;
+
 #[cfg(test)]
 #[path = "../../support/readback.rs"]
 mod readback;
@@ -42,7 +46,7 @@ impl Handle<Loan> for Lend {
     }
 }
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     RustStream::new(AppInfo::new("library", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]).default_group("desk.manual_guide_getting_started"),
         |b| {
@@ -90,10 +94,33 @@ mod tests {
     const LOANS: &str = "loans.manual_guide_getting_started";
     const GROUP: &str = "desk.manual_guide_getting_started";
 
+    /// On the embedded cluster in this process: the harness part of the live test; what
+    /// the harness says was published is read from the cluster's log.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_loan_needs_a_card_in_process() -> Result<(), Box<dyn Error>> {
+        let (tb, cluster) = super::in_process::start_with_topics(app(), (), &[(LOANS, 1)]).await?;
+        a_loan_needs_a_card_body(tb).await?;
+        drop(cluster);
+        Ok(())
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_loan_needs_a_card() -> Result<(), Box<dyn Error>> {
         live::ensure_topic(LOANS, 1).await?;
         let tb = TestApp::start_live_within(app(), Duration::from_secs(30)).await?;
+        a_loan_needs_a_card_body(tb).await?;
+
+        // Both loans are settled, the dropped one too: the group resumes after them.
+        let end = readback::log_ends(LOANS, 1).await?;
+        assert_eq!(readback::committed_offset(GROUP, LOANS, 0).await?, end[0]);
+        Ok(())
+    }
+
+    /// The harness part of the test, whichever way the service was started.
+    async fn a_loan_needs_a_card_body<S: Send + Sync + 'static>(
+        tb: TestApp<S>,
+    ) -> Result<(), Box<dyn Error>> {
         let desk = tb.broker::<KafkaBroker>();
 
         let cardless = Loan {
@@ -116,10 +143,6 @@ mod tests {
             .with(&lent)
             .settled(HandlerOutcome::ack());
         tb.shutdown().await?;
-
-        // Both loans are settled, the dropped one too: the group resumes after them.
-        let end = readback::log_ends(LOANS, 1).await?;
-        assert_eq!(readback::committed_offset(GROUP, LOANS, 0).await?, end[0]);
         Ok(())
     }
 }

@@ -28,6 +28,10 @@ mod readback;
 #[path = "../../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -91,7 +95,7 @@ impl Handle<Transfer, Screened> for Screen {
 }
 // --8<-- [end:groups]
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let ledger = KafkaTopic::new("transfers.manual_guide_groups_and_ordering")
         .group("ledger.manual_guide_groups_and_ordering")
         .lane_key(LaneKey::RecordKey);
@@ -205,6 +209,78 @@ mod tests {
             lists.push(records.iter().map(readback::text).collect());
         }
         Ok(lists)
+    }
+
+    /// In process: the topics have their partitions before the service starts, the transfers
+    /// are placed keyed by account, and the entries are read from the cluster partition by
+    /// partition.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_group_has_its_copy_and_each_account_its_order_in_process()
+    -> Result<(), Box<dyn Error>> {
+        let topics = [(TRANSFERS, 3), (ENTRIES, 3), (SCREENED, 1)];
+        let (tb, cluster) = super::in_process::start_with_topics(app(), (), &topics).await?;
+        let accounts = ["acc-1", "acc-2", "acc-1", "acc-3", "acc-2", "acc-1"];
+        let transfers: Vec<(&str, Transfer)> = accounts
+            .iter()
+            .zip(1..)
+            .map(|(account, seq)| {
+                let transfer = Transfer {
+                    account: (*account).to_owned(),
+                    seq,
+                    cents: 100,
+                };
+                (*account, transfer)
+            })
+            .collect();
+        super::in_process::seed_keyed(&cluster, TRANSFERS, &transfers)?;
+
+        let kafka = tb.broker::<ruststream_kafka::KafkaBroker>();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while (cluster.records(ENTRIES).len() < transfers.len()
+            || kafka.published::<Screened>(SCREENED).messages().len() < transfers.len())
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The fraud group read every transfer, independently of the ledger group.
+        let mut seqs: Vec<u32> = kafka
+            .published::<Screened>(SCREENED)
+            .decoded()
+            .iter()
+            .map(|screened| screened.seq)
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+
+        // Each account's entries sit in one partition, in the order the transfers were made.
+        let entries: Vec<(i32, Entry)> = cluster
+            .records(ENTRIES)
+            .iter()
+            .map(|(partition, record)| {
+                serde_json::from_slice(record.value.as_deref().unwrap_or_default())
+                    .map(|entry| (*partition, entry))
+            })
+            .collect::<Result<_, _>>()?;
+        for account in ["acc-1", "acc-2", "acc-3"] {
+            let mine: Vec<&(i32, Entry)> = entries
+                .iter()
+                .filter(|(_, entry)| entry.account == account)
+                .collect();
+            assert!(
+                mine.iter().all(|(partition, _)| *partition == mine[0].0),
+                "{account}"
+            );
+            let seqs: Vec<u32> = mine.iter().map(|(_, entry)| entry.seq).collect();
+            let sent: Vec<u32> = transfers
+                .iter()
+                .filter(|(key, _)| *key == account)
+                .map(|(_, transfer)| transfer.seq)
+                .collect();
+            assert_eq!(seqs, sent, "{account}");
+        }
+        tb.shutdown().await?;
+        Ok(())
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,6 +21,10 @@ mod live;
 #[path = "../../support/runs.rs"]
 mod runs;
 
+#[cfg(all(test, feature = "testing"))]
+#[path = "../../support/in_process.rs"]
+mod in_process;
+
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
 
@@ -58,7 +62,7 @@ impl Handle<[AnswerSheet]> for Archive {
 }
 // --8<-- [end:batch]
 
-fn app() -> impl App {
+fn app() -> impl App<State = ()> {
     let scores =
         KafkaTopic::new("round-scores.manual_guide_replay").group("board.manual_guide_replay");
     let sheets =
@@ -124,6 +128,56 @@ mod tests {
 
     const SCORES: &str = "round-scores.manual_guide_replay";
     const SHEETS: &str = "answer-sheets.manual_guide_replay";
+
+    /// The same on the embedded cluster in this process.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_start_rebuilds_from_the_oldest_record_in_process() -> Result<(), Box<dyn Error>>
+    {
+        let score = |team: &str, round, points| RoundScore {
+            team: team.to_owned(),
+            round,
+            points,
+        };
+        let scores = [
+            score("owls", 1, 7),
+            score("foxes", 1, 9),
+            score("owls", 2, 8),
+        ];
+        let sheet = |team: &str, answers: &[&str]| AnswerSheet {
+            team: team.to_owned(),
+            round: 1,
+            answers: answers.iter().map(|answer| (*answer).to_owned()).collect(),
+        };
+        let sheets = [
+            sheet("owls", &["Oslo", "1969"]),
+            sheet("foxes", &["Bergen", "1969"]),
+        ];
+        // One start: every `TestApp::start` brings a fresh cluster, so a second one would
+        // show nothing the first does not (the live test starts twice in one group).
+        let (tb, cluster) = super::in_process::start_prepared(app(), (), |cluster| {
+            let _ = cluster.create_topic(SCORES, 1);
+            let _ = cluster.create_topic(SHEETS, 1);
+            super::in_process::seed(cluster, SCORES, None, &scores)?;
+            super::in_process::seed(cluster, SHEETS, None, &sheets)?;
+            Ok(())
+        })
+        .await?;
+        drop(cluster);
+        let kafka = tb.broker::<KafkaBroker>();
+        let board = kafka.subscriber(SCORES);
+        eventually("every score", || {
+            board.received::<RoundScore>().len() >= scores.len()
+        })
+        .await?;
+        assert_eq!(board.received::<RoundScore>(), scores);
+        let archive = kafka.subscriber(SHEETS);
+        let archived = || -> Vec<AnswerSheet> { archive.batches().into_iter().flatten().collect() };
+        eventually("every answer sheet", || archived().len() >= sheets.len()).await?;
+        assert_eq!(archived(), sheets);
+        tb.shutdown().await?;
+        Ok(())
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_start_rebuilds_from_the_oldest_record() -> Result<(), Box<dyn Error>> {

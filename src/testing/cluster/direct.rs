@@ -64,6 +64,31 @@ impl EmbeddedCluster {
         value: &[u8],
         headers: &[Header],
     ) -> Result<(i32, i64), Refusal> {
+        self.append(topic, None, key, value, headers)
+    }
+
+    /// Like [`produce`](Self::produce), but onto `partition` whatever the key: how a test
+    /// places records on the partitions a service reads before or while it runs. A partition
+    /// the topic does not have is refused as unknown.
+    pub fn produce_to(
+        &self,
+        topic: &str,
+        partition: i32,
+        key: Option<&[u8]>,
+        value: &[u8],
+        headers: &[Header],
+    ) -> Result<(i32, i64), Refusal> {
+        self.append(topic, Some(partition), key, value, headers)
+    }
+
+    fn append(
+        &self,
+        topic: &str,
+        pinned: Option<i32>,
+        key: Option<&[u8]>,
+        value: &[u8],
+        headers: &[Header],
+    ) -> Result<(i32, i64), Refusal> {
         if !valid_name(topic) {
             return Err(Refusal::InvalidTopic(topic.to_owned()));
         }
@@ -100,12 +125,14 @@ impl EmbeddedCluster {
                 .by_name
                 .get(topic)
                 .map_or(1, |t| i32::try_from(t.partitions.len()).unwrap_or(1));
-            let partition = Partitioner::ConsistentRandom
-                .partition_for(key, count)
-                .unwrap_or_else(|| {
-                    let turn = shared.round_robin.fetch_add(1, Ordering::Relaxed);
-                    i32::try_from(turn % u64::try_from(count).unwrap_or(1)).unwrap_or(0)
-                });
+            let partition = pinned.unwrap_or_else(|| {
+                Partitioner::ConsistentRandom
+                    .partition_for(key, count)
+                    .unwrap_or_else(|| {
+                        let turn = shared.round_robin.fetch_add(1, Ordering::Relaxed);
+                        i32::try_from(turn % u64::try_from(count).unwrap_or(1)).unwrap_or(0)
+                    })
+            });
             let retention = shared.options.retention_records;
             let Some(target) = state.topics.partition_mut(topic, partition) else {
                 return Err(Refusal::UnknownTopic(topic.to_owned()));
