@@ -123,7 +123,7 @@ pub struct TlsConfig {
     pub certificate: Option<Pem>,
     /// `ssl.key.location` / `ssl.key.pem`: its private key (PKCS#8, PKCS#1 or SEC1 PEM).
     pub key: Option<Pem>,
-    /// `ssl.key.password`: the key's password. Encrypted keys are refused at startup.
+    /// `ssl.key.password`: the password of an encrypted PKCS#8 key (`ENCRYPTED PRIVATE KEY`).
     pub key_password: Option<Secret>,
     /// `ssl.endpoint.identification.algorithm`: `https` (true) checks that the certificate
     /// names the host dialled; `none` (false) skips that check but still verifies the chain.

@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use crate::client::error::{Error, Result};
-use crate::client::security::{CaSource, Pem, TlsConfig};
+use crate::client::security::{CaSource, Pem, Secret, TlsConfig};
 
 /// Where Linux distributions keep the system's CA bundle, most common first.
 const SYSTEM_BUNDLES: [&str; 6] = [
@@ -76,7 +76,7 @@ impl TlsConnector {
         let config = match (&settings.certificate, &settings.key) {
             (Some(certificate), Some(key)) => {
                 let chain = load_chain(certificate)?;
-                let key = load_key(key, settings.key_password.is_some())?;
+                let key = load_key(key, settings.key_password.as_ref())?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| settings_error(format!("`ssl.key.location`: {e}")))?
@@ -259,20 +259,19 @@ fn load_chain(source: &Pem) -> Result<Vec<CertificateDer<'static>>> {
     Ok(chain)
 }
 
-fn load_key(source: &Pem, has_password: bool) -> Result<PrivateKeyDer<'static>> {
+fn load_key(source: &Pem, password: Option<&Secret>) -> Result<PrivateKeyDer<'static>> {
     let (pem, property) = match source {
         Pem::File(path) => (read(path, "ssl.key.location")?, "ssl.key.location"),
         Pem::Text(text) => (text.expose().as_bytes().to_vec(), "ssl.key.pem"),
     };
-    if pem.windows(b"ENCRYPTED".len()).any(|w| w == b"ENCRYPTED") {
-        let hint = if has_password {
-            " (`ssl.key.password` is set)"
-        } else {
-            ""
-        };
+    if contains(&pem, ENCRYPTED_BEGIN.as_bytes()) {
+        return decrypt_key(&pem, property, password);
+    }
+    if contains(&pem, b"Proc-Type: 4,ENCRYPTED") {
         return Err(settings_error(format!(
-            "`{property}`: encrypted private keys are not supported{hint}; give the key \
-             unencrypted (e.g. `openssl pkey -in key.pem -out plain.pem`)"
+            "`{property}`: legacy OpenSSL-encrypted keys (`Proc-Type: 4,ENCRYPTED`) are not \
+             supported; convert the key to encrypted PKCS#8 (`openssl pkcs8 -topk8 -v2 \
+             aes-256-cbc -in key.pem -out key.p8.pem`) or give it unencrypted"
         )));
     }
     PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
@@ -280,6 +279,74 @@ fn load_key(source: &Pem, has_password: bool) -> Result<PrivateKeyDer<'static>> 
             "`{property}`: no PKCS#8, PKCS#1 or SEC1 private key in PEM form ({e})"
         ))
     })
+}
+
+const ENCRYPTED_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+const ENCRYPTED_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Decrypts a PKCS#8 `ENCRYPTED PRIVATE KEY` (PBES2: PBKDF2 or scrypt, AES-CBC) with
+/// `ssl.key.password`. Errors never include the password nor the key material.
+fn decrypt_key(
+    pem: &[u8],
+    property: &str,
+    password: Option<&Secret>,
+) -> Result<PrivateKeyDer<'static>> {
+    use pkcs8::der::{Decode, Document};
+    use pkcs8::{EncryptedPrivateKeyInfo, PrivateKeyInfo};
+
+    let Some(password) = password else {
+        return Err(settings_error(format!(
+            "`{property}` holds an encrypted private key but `ssl.key.password` is not set"
+        )));
+    };
+    // A key file may carry other blocks (a certificate, comments): take only the key's block.
+    let text = std::str::from_utf8(pem)
+        .map_err(|_| settings_error(format!("`{property}`: the PEM text is not UTF-8")))?;
+    let block = text
+        .find(ENCRYPTED_BEGIN)
+        .and_then(|start| {
+            let end = text[start..].find(ENCRYPTED_END)? + start + ENCRYPTED_END.len();
+            Some(&text[start..end])
+        })
+        .ok_or_else(|| {
+            settings_error(format!(
+                "`{property}`: the encrypted private key's PEM block has no end line"
+            ))
+        })?;
+    let (_, document) = Document::from_pem(block).map_err(|e| {
+        settings_error(format!(
+            "`{property}`: unreadable encrypted private key ({e})"
+        ))
+    })?;
+    let info = EncryptedPrivateKeyInfo::from_der(document.as_bytes()).map_err(|e| {
+        settings_error(format!(
+            "`{property}`: unreadable encrypted private key ({e})"
+        ))
+    })?;
+    let unsupported = |reason: String| {
+        settings_error(format!(
+            "`{property}`: cannot decrypt the private key with `ssl.key.password`: {reason}"
+        ))
+    };
+    let plain = info
+        .decrypt(password.expose().as_bytes())
+        .map_err(|e| match e {
+            // pkcs5 0.7 reports a bad CBC padding (the usual sign of a wrong password) as
+            // `EncryptFailed`, so both mean the same here.
+            pkcs8::Error::EncryptedPrivateKey(
+                pkcs8::pkcs5::Error::DecryptFailed | pkcs8::pkcs5::Error::EncryptFailed,
+            )
+            | pkcs8::Error::Asn1(_) => unsupported("wrong password".into()),
+            other => unsupported(format!("unsupported encryption ({other})")),
+        })?;
+    // CBC padding matches by chance for about one wrong password in 256: the plaintext must
+    // also parse as a private key.
+    PrivateKeyInfo::from_der(plain.as_bytes()).map_err(|_| unsupported("wrong password".into()))?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
 }
 
 /// Checks the broker's chain with webpki, the host name only when asked to.
@@ -344,7 +411,6 @@ pub fn crypto_provider() -> CryptoProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::security::Secret;
 
     fn refusal(settings: &TlsConfig) -> String {
         match TlsConnector::new(settings) {
@@ -378,17 +444,88 @@ mod tests {
             ..TlsConfig::default()
         };
         assert!(refusal(&only_key).contains("`ssl.certificate.location` is not"));
-        let encrypted =
-            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
         assert!(
-            load_key(&Pem::Text(Secret::new(encrypted)), true).is_err_and(|e| e
-                .to_string()
-                .contains("encrypted private keys are not supported"))
-        );
-        assert!(
-            load_key(&Pem::Text(Secret::new("garbage")), false)
+            load_key(&Pem::Text(Secret::new("garbage")), None)
                 .is_err_and(|e| e.to_string().contains("`ssl.key.pem`"))
         );
+    }
+
+    /// A throw-away P-256 key, encrypted by `openssl pkcs8 -topk8 -v2 aes-256-cbc -v2prf
+    /// hmacWithSHA256` (PBES2, PBKDF2-HMAC-SHA256, AES-256-CBC), and its self-signed certificate.
+    const ENCRYPTED_KEY: &str = "\
+-----BEGIN ENCRYPTED PRIVATE KEY-----
+MIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAiHv4iVnIGhYgICCAAw
+DAYIKoZIhvcNAgkFADAdBglghkgBZQMEASoEEKGf57tngSsvPCvpohQZdI0EgZDn
+TAD92rUCn2Vu3vFnP/zSwpj1mDsdHNOcjXG3h0zsxzKTyHWZXjgCKYXo9Fe+uaUo
+5BwuLYt0S1Idmxm9z+C+T6bpHy/bdhSDdTcc6ocUff+Tq3iKTpgjNRoULIBNwn6c
+uBXA5QYqISfqMsFqndxWzZWN1WnBm0nKX1kCGcNgRXrxYXFiFtUoJGoFTswMVXQ=
+-----END ENCRYPTED PRIVATE KEY-----
+";
+    const KEY_PASSWORD: &str = "test-only-password";
+    const CERTIFICATE: &str = "\
+-----BEGIN CERTIFICATE-----
+MIIBfzCCASWgAwIBAgIUIcA60TsNHH2ohN2J6okV2AOOFLgwCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJdGhyb3dhd2F5MCAXDTI2MTEzMDAxNTEyMVoYDzIxMjYxMTA2
+MDE1MTIxWjAUMRIwEAYDVQQDDAl0aHJvd2F3YXkwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAAQptDQ1w+8O/3AOpqy1/msm87yE59TrKa/SI3Q2xkOmZvwNdlz0rtVP
+FJUthujsllH3ZBpigskX/gkrZNKrZViVo1MwUTAdBgNVHQ4EFgQU7jz8iMn6DwJE
+gB924554Lfuol1cwHwYDVR0jBBgwFoAU7jz8iMn6DwJEgB924554Lfuol1cwDwYD
+VR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiB+JfNnch+eREwCIvXMSkAT
+0JSB1xuxyEh6iZYx9g6nWQIhAKk02WT2NTIkbx4SxVkKaLBAaw3wv8xw1blcNFxe
+aryR
+-----END CERTIFICATE-----
+";
+
+    fn mutual(password: Option<&str>) -> TlsConfig {
+        TlsConfig {
+            verify_certificate: false,
+            certificate: Some(Pem::Text(Secret::new(CERTIFICATE))),
+            key: Some(Pem::Text(Secret::new(ENCRYPTED_KEY))),
+            key_password: password.map(Secret::new),
+            ..TlsConfig::default()
+        }
+    }
+
+    fn with_password(pem: &str) -> Result<PrivateKeyDer<'static>> {
+        load_key(
+            &Pem::Text(Secret::new(pem)),
+            Some(&Secret::new(KEY_PASSWORD)),
+        )
+    }
+
+    #[test]
+    fn encrypted_pkcs8_keys_open_with_the_right_password() {
+        let key = with_password(ENCRYPTED_KEY);
+        assert!(matches!(key, Ok(PrivateKeyDer::Pkcs8(_))));
+        assert!(TlsConnector::new(&mutual(Some(KEY_PASSWORD))).is_ok());
+    }
+
+    #[test]
+    fn encrypted_pkcs8_keys_refuse_a_wrong_or_missing_password() {
+        for wrong in ["not-the-password", ""] {
+            let refused = refusal(&mutual(Some(wrong)));
+            assert!(refused.contains("`ssl.key.password`"), "{refused}");
+            assert!(refused.contains("wrong password"), "{refused}");
+            assert!(!refused.contains(KEY_PASSWORD), "{refused}");
+        }
+        let missing = refusal(&mutual(None));
+        assert!(
+            missing.contains("`ssl.key.password` is not set"),
+            "{missing}"
+        );
+        assert!(missing.contains("`ssl.key.pem`"), "{missing}");
+        let truncated = ENCRYPTED_KEY.replace(ENCRYPTED_END, "");
+        let refused = with_password(&truncated);
+        assert!(refused.is_err_and(|e| e.to_string().contains("no end line")));
+    }
+
+    #[test]
+    fn legacy_openssl_encrypted_keys_are_refused_clearly() {
+        let legacy = "-----BEGIN EC PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\
+                      DEK-Info: AES-256-CBC,00000000000000000000000000000000\n\nAAAA\n\
+                      -----END EC PRIVATE KEY-----\n";
+        let refused = with_password(legacy);
+        assert!(refused.is_err_and(|e| e.to_string().contains("openssl pkcs8 -topk8")));
     }
 
     #[test]
