@@ -21,14 +21,14 @@ use ruststream_kafka::{SchemaPrefetch, SchemaRegistry};
 use serde::{Deserialize, Serialize};
 
 /// A parcel waiting at a counter.
-#[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
 struct Pickup {
     parcel: i64,
     counter: String,
 }
 
 /// What the courier hands back.
-#[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema, Outgoing)]
+#[derive(Serialize, Deserialize, AvroSchema, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "pickup-receipts.avro-codec")]
 struct PickupReceipt {
     parcel: i64,

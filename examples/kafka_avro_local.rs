@@ -17,14 +17,14 @@ use ruststream_kafka::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// One temperature reading.
-#[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
 struct Reading {
     station: String,
     tenths_celsius: i32,
 }
 
 /// What the station board shows for it.
-#[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema, Outgoing)]
+#[derive(Serialize, Deserialize, AvroSchema, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "board.avro-local")]
 struct BoardLine {
     station: String,

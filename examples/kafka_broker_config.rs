@@ -48,14 +48,14 @@ fn app() -> impl App {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "scans.kafka_broker_config")]
 struct BookScan {
     isbn: String,
     floor: u8,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "cards.kafka_broker_config")]
 struct CatalogueCard {
     isbn: String,

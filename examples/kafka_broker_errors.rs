@@ -55,14 +55,14 @@ fn app() -> impl App {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "photo-orders.kafka_broker_errors")]
 struct PhotoOrder {
     order: u64,
     copies: u32,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "print-jobs.kafka_broker_errors")]
 struct PrintJob {
     order: u64,

@@ -48,14 +48,14 @@ fn app() -> impl App {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "court-requests.kafka_broker_prelude")]
 struct CourtRequest {
     member: u32,
     hour: u8,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "court-bookings.kafka_broker_prelude")]
 struct CourtBooking {
     member: u32,

@@ -45,14 +45,14 @@ fn app() -> impl App {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "loaded-trucks.kafka_broker_shutdown")]
 struct LoadedTruck {
     plate: String,
     pallets: u16,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "delivery-notes.kafka_broker_shutdown")]
 struct DeliveryNote {
     plate: String,

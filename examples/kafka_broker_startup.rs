@@ -50,7 +50,7 @@ fn app() -> impl App {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "boarding-passes.kafka_broker_startup")]
 struct BoardingPass {
     seat: String,

@@ -58,7 +58,7 @@ fn app() -> impl App<State = ()> {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -68,7 +68,7 @@ struct LockerDrop {
     locker: u32,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "drop-receipts.kafka_context_fields")]
 struct DropReceipt {
     locker: u32,

@@ -29,14 +29,14 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// A sample that reached the lab.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "samples.distribution")]
 struct Sample {
     id: u64,
 }
 
 /// Work for whichever analyser reads the partition it lands on.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "assays.distribution")]
 struct Assay {
     sample: u64,

@@ -30,7 +30,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// A station's reading in tenths of a degree Celsius.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "celsius.eos")]
 struct Celsius {
     station: String,
@@ -38,7 +38,7 @@ struct Celsius {
 }
 
 /// The same reading in tenths of a degree Fahrenheit.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "fahrenheit.eos")]
 struct Fahrenheit {
     station: String,

@@ -33,7 +33,7 @@ use ruststream_kafka::EosPipeline;
 use ruststream_kafka::prelude::*;
 
 /// An invoice and the amounts of its lines, in cents.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "invoices.kafka_eos_pipeline")]
 struct Invoice {
     number: u32,
@@ -41,7 +41,7 @@ struct Invoice {
 }
 
 /// One ledger entry per invoice line.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 struct Posting {
     invoice: u32,
     line: usize,

@@ -36,7 +36,7 @@ mod in_process;
 use ruststream_kafka::prelude::*;
 
 /// A closed parking session; the record key is the garage.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "sessions.kafka_eos_replies")]
 struct Session {
     plate: String,
@@ -44,7 +44,7 @@ struct Session {
 }
 
 /// What the session costs.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "charges.kafka_eos_replies")]
 struct Charge {
     plate: String,

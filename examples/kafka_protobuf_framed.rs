@@ -19,7 +19,7 @@ use ruststream_kafka::prelude::*;
 use ruststream_kafka::protobuf::decode_confluent;
 
 /// A car booked in for a service.
-#[derive(Clone, PartialEq, prost::Message, Deserialized)]
+#[derive(prost::Message, Deserialized, Clone, PartialEq)]
 #[wire(decode = decode_confluent)]
 struct Booking {
     #[prost(string, tag = "1")]
@@ -29,7 +29,7 @@ struct Booking {
 }
 
 /// The ticket the workshop works from.
-#[derive(Clone, PartialEq, prost::Message, Serialized, Outgoing)]
+#[derive(prost::Message, Serialized, Outgoing, Clone, PartialEq)]
 #[wire(encode = prost::Message::encode)]
 #[outgoing(name = "work-tickets.proto-framed")]
 struct WorkTicket {

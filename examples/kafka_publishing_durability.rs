@@ -29,7 +29,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// A seat sold for a show.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "seat-sales.publishing-durability")]
 struct SeatSale {
     show: String,
@@ -37,7 +37,7 @@ struct SeatSale {
 }
 
 /// What lets the buyer in.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "admissions.publishing-durability")]
 struct Admission {
     show: String,

@@ -28,7 +28,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// What a meter reported.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "meter-readings.publishing-keys")]
 struct Reading {
     meter: String,
@@ -36,14 +36,14 @@ struct Reading {
 }
 
 /// The header of a usage record: its meter, as the record key.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 struct MeterKey {
     #[serde(rename = "kafka-partition-key")]
     meter: String,
 }
 
 /// Usage to bill; one meter's records share a partition, so billing reads them in order.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "usage.publishing-keys", headers = MeterKey)]
 struct Usage {
     watt_hours: u64,

@@ -29,7 +29,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// A document to print on one printer.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "print-jobs.publishing-partition")]
 struct PrintJob {
     id: u64,
@@ -37,7 +37,7 @@ struct PrintJob {
 }
 
 /// A job waiting in a printer's spool: partition n of the topic is printer n.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "spools.publishing-partition")]
 struct Spooled {
     job: u64,

@@ -30,7 +30,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// A book handed out to a member.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "loans.publishing-publish")]
 struct Loan {
     book: String,
@@ -38,7 +38,7 @@ struct Loan {
 }
 
 /// When the book has to come back.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "due-notices.publishing-publish")]
 struct DueNotice {
     book: String,

@@ -97,7 +97,7 @@ impl Carrier {
     }
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "texts.kafka_retries")]
 struct Text {
     number: String,

@@ -22,14 +22,14 @@ use ruststream_kafka::{KafkaError, SchemaFrame, SchemaRegistry};
 use serde::{Deserialize, Serialize};
 
 /// A guest asks to hold a room.
-#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 struct Hold {
     room: u32,
     guest: String,
 }
 
 /// The desk's answer, framed under `hold-confirmations.sr-example-value`.
-#[derive(Debug, PartialEq, Serialize, Deserialize, Outgoing, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "hold-confirmations.sr-example")]
 struct HoldConfirmed {
     room: u32,

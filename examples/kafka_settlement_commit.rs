@@ -86,14 +86,14 @@ impl Scanner {
     }
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "tickets.kafka_settlement_commit")]
 struct Ticket {
     code: String,
     smudged: bool,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "turnstile-clicks.kafka_settlement_commit")]
 struct TurnstileClick {
     turnstile: u8,

@@ -38,7 +38,7 @@ fn app() -> impl App {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "full-bins.kafka_subscriptions_name")]
 struct FullBin {
     street: String,

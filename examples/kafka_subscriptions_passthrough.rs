@@ -45,7 +45,7 @@ fn app() -> impl App {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "lab-samples.kafka_subscriptions_passthrough")]
 struct LabSample {
     tube: String,

@@ -59,19 +59,19 @@ fn app() -> impl App<State = ()> {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "listings.kafka_subscriptions_start_offset")]
 struct Listing {
     flat: u32,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "indexed.kafka_subscriptions_start_offset")]
 struct Indexed {
     flat: u32,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "alerted.kafka_subscriptions_start_offset")]
 struct Alerted {
     flat: u32,

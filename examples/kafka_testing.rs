@@ -22,7 +22,7 @@ mod live;
 use ruststream_kafka::prelude::*;
 
 /// Seats sold at the counter.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "ticket-sales")]
 struct Sale {
     order: u64,
@@ -31,7 +31,7 @@ struct Sale {
 }
 
 /// A refund: one line per seat given back.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "refund-requests")]
 struct Refund {
     order: u64,
@@ -39,7 +39,7 @@ struct Refund {
 }
 
 /// One payment back to the customer.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "refund-payments")]
 struct Payout {
     order: u64,

@@ -29,7 +29,7 @@ mod runs;
 use ruststream_kafka::prelude::*;
 
 /// A tip, in cents.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "tips.kafka_testing_live")]
 struct Tip {
     from: String,
@@ -37,7 +37,7 @@ struct Tip {
 }
 
 /// The thank-you for a tip.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "thanks.kafka_testing_live")]
 struct Thanks {
     to: String,

@@ -45,14 +45,14 @@ fn app() -> impl App {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "meter-readings.kafka_topics")]
 struct MeterReading {
     meter: String,
     kwh: u64,
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "charges.kafka_topics")]
 struct Charge {
     meter: String,

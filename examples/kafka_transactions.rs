@@ -30,7 +30,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// Shelves to refill for one request.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "restocks.transactions")]
 struct Restock {
     id: u64,
@@ -38,7 +38,7 @@ struct Restock {
 }
 
 /// One shelf for one picker.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "pick-tasks.transactions")]
 struct PickTask {
     restock: u64,

@@ -29,7 +29,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// A finished trip and what it is charged for.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "trips.transactions-partitions")]
 struct Trip {
     id: u64,
@@ -37,7 +37,7 @@ struct Trip {
 }
 
 /// One charge of a trip.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "fare-lines.transactions-partitions")]
 struct FareLine {
     trip: u64,

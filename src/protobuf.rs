@@ -67,7 +67,7 @@ pub(crate) fn write_path(path: &[i32]) -> Vec<u8> {
 
 /// Reads a message-index path, answering it and the bytes after it.
 pub(crate) fn read_path(bytes: &[u8]) -> Option<(Vec<i32>, &[u8])> {
-    let (count, mut rest) = read_zigzag(bytes)?;
+    let (count, mut rest) = zigzag_varint(bytes)?;
     if count == 0 {
         return Some((vec![0], rest));
     }
@@ -78,7 +78,7 @@ pub(crate) fn read_path(bytes: &[u8]) -> Option<(Vec<i32>, &[u8])> {
     }
     let mut path = Vec::with_capacity(count);
     for _ in 0..count {
-        let (index, tail) = read_zigzag(rest)?;
+        let (index, tail) = zigzag_varint(rest)?;
         path.push(i32::try_from(index).ok()?);
         rest = tail;
     }
@@ -94,7 +94,7 @@ fn write_zigzag(out: &mut Vec<u8>, value: i64) {
     out.push(bits as u8);
 }
 
-fn read_zigzag(bytes: &[u8]) -> Option<(i64, &[u8])> {
+fn zigzag_varint(bytes: &[u8]) -> Option<(i64, &[u8])> {
     let mut bits = 0u64;
     for (i, &byte) in bytes.iter().enumerate().take(10) {
         bits |= u64::from(byte & 0x7f) << (7 * i);
@@ -257,11 +257,15 @@ pub(crate) fn json_to_datum(
 }
 
 /// What framing made of one payload.
-enum Framing {
-    Framed(Vec<u8>),
-    AlreadyFramed,
-    NoSubject,
-    OtherFormat(SchemaType),
+enum FrameStep {
+    /// The payload wrapped in the envelope, ready to send.
+    Wrapped(Vec<u8>),
+    /// The payload already carried an envelope and goes out as it is.
+    Untouched,
+    /// No schema is registered under the topic's subject.
+    Unregistered,
+    /// The subject holds a schema of another kind than Protobuf.
+    WrongKind(SchemaType),
 }
 
 /// A topic's encoded message-index path and the schema id it was worked out for.
@@ -269,56 +273,56 @@ type TopicPath = (u32, Arc<[u8]>);
 
 /// The framing both the layer and the policy do, with each topic's path kept per schema id.
 #[derive(Clone)]
-struct ProtobufFraming {
+struct ProtobufWrapper {
     subjects: SubjectMap,
-    messages: HashMap<String, String>,
+    record_names: HashMap<String, String>,
     paths: Arc<Mutex<HashMap<String, TopicPath>>>,
 }
 
-impl fmt::Debug for ProtobufFraming {
+impl fmt::Debug for ProtobufWrapper {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProtobufFraming")
+        f.debug_struct("ProtobufWrapper")
             .field("registry", self.subjects.registry())
             .field("strategy", &self.subjects.strategy())
             .field("subjects", self.subjects.pinned())
-            .field("messages", &self.messages)
+            .field("record_names", &self.record_names)
             .finish_non_exhaustive()
     }
 }
 
-impl ProtobufFraming {
+impl ProtobufWrapper {
     fn new(registry: SchemaRegistry) -> Self {
         Self {
             subjects: SubjectMap::new(registry),
-            messages: HashMap::new(),
+            record_names: HashMap::new(),
             paths: Arc::default(),
         }
     }
 
     fn message(&self, topic: &str) -> Option<&str> {
-        self.messages.get(topic).map(String::as_str)
+        self.record_names.get(topic).map(String::as_str)
     }
 
     fn subject_for(&self, topic: &str) -> String {
         self.subjects.subject_for(topic, self.message(topic))
     }
 
-    async fn frame(&self, topic: &str, payload: &[u8]) -> Result<Framing, KafkaError> {
+    async fn wrap(&self, topic: &str, payload: &[u8]) -> Result<FrameStep, KafkaError> {
         if parse_envelope(payload).is_some() {
-            return Ok(Framing::AlreadyFramed);
+            return Ok(FrameStep::Untouched);
         }
         let Some(schema) = self.subjects.schema_for(topic, self.message(topic)).await? else {
-            return Ok(Framing::NoSubject);
+            return Ok(FrameStep::Unregistered);
         };
         if schema.schema_type() != SchemaType::Protobuf {
-            return Ok(Framing::OtherFormat(schema.schema_type()));
+            return Ok(FrameStep::WrongKind(schema.schema_type()));
         }
         let path = self.path_for(topic, &schema)?;
         let mut framed = Vec::with_capacity(5 + path.len() + payload.len());
         push_header(&mut framed, schema.id());
         framed.extend_from_slice(&path);
         framed.extend_from_slice(payload);
-        Ok(Framing::Framed(framed))
+        Ok(FrameStep::Wrapped(framed))
     }
 
     fn path_for(&self, topic: &str, schema: &RegisteredSchema) -> Result<Arc<[u8]>, KafkaError> {
@@ -348,7 +352,7 @@ impl ProtobufFraming {
 /// through untouched; registry failures fail the publish.
 #[derive(Clone, Debug)]
 pub struct ProtobufFrame {
-    framing: ProtobufFraming,
+    wrapper: ProtobufWrapper,
 }
 
 impl ProtobufFrame {
@@ -356,28 +360,32 @@ impl ProtobufFrame {
     #[must_use]
     pub fn new(registry: SchemaRegistry) -> Self {
         Self {
-            framing: ProtobufFraming::new(registry),
+            wrapper: ProtobufWrapper::new(registry),
         }
     }
 
     /// Names subjects by `strategy` for topics without a pinned subject.
     #[must_use]
     pub fn subject_strategy(mut self, strategy: SubjectStrategy) -> Self {
-        self.framing.subjects.set_strategy(strategy);
+        self.wrapper.subjects.choose_strategy(strategy);
         self
     }
 
     /// Publishes `topic` under `subject`.
     #[must_use]
     pub fn subject(mut self, topic: impl Into<String>, subject: impl Into<String>) -> Self {
-        self.framing.subjects.pin(topic.into(), subject.into());
+        self.wrapper
+            .subjects
+            .fix_subject(topic.into(), subject.into());
         self
     }
 
     /// Frames `topic`'s records as message `message` (fully qualified).
     #[must_use]
     pub fn message(mut self, topic: impl Into<String>, message: impl Into<String>) -> Self {
-        self.framing.messages.insert(topic.into(), message.into());
+        self.wrapper
+            .record_names
+            .insert(topic.into(), message.into());
         self
     }
 }
@@ -388,7 +396,7 @@ impl PublishLayer for ProtobufFrame {
         out: &'a mut Outgoing<'a>,
         next: PublishNext<'a, N, P>,
     ) -> Result<(), Box<dyn StdError + Send + Sync>> {
-        if let Framing::Framed(framed) = self.framing.frame(out.name(), out.payload()).await? {
+        if let FrameStep::Wrapped(framed) = self.wrapper.wrap(out.name(), out.payload()).await? {
             out.set_payload(framed.as_slice());
         }
         next.run(out).await
@@ -404,7 +412,7 @@ impl PublishLayer for ProtobufFrame {
 #[must_use]
 pub struct KafkaFramedPublish {
     publish: KafkaPublish,
-    framing: ProtobufFraming,
+    wrapper: ProtobufWrapper,
 }
 
 impl KafkaFramedPublish {
@@ -412,25 +420,29 @@ impl KafkaFramedPublish {
     pub fn over(publish: KafkaPublish, registry: &SchemaRegistry) -> Self {
         Self {
             publish,
-            framing: ProtobufFraming::new(registry.clone()),
+            wrapper: ProtobufWrapper::new(registry.clone()),
         }
     }
 
     /// Names subjects by `strategy` for topics without a pinned subject.
     pub fn subject_strategy(mut self, strategy: SubjectStrategy) -> Self {
-        self.framing.subjects.set_strategy(strategy);
+        self.wrapper.subjects.choose_strategy(strategy);
         self
     }
 
     /// Publishes `topic` under `subject`.
     pub fn subject(mut self, topic: impl Into<String>, subject: impl Into<String>) -> Self {
-        self.framing.subjects.pin(topic.into(), subject.into());
+        self.wrapper
+            .subjects
+            .fix_subject(topic.into(), subject.into());
         self
     }
 
     /// Frames `topic`'s records as message `message` (fully qualified).
     pub fn message(mut self, topic: impl Into<String>, message: impl Into<String>) -> Self {
-        self.framing.messages.insert(topic.into(), message.into());
+        self.wrapper
+            .record_names
+            .insert(topic.into(), message.into());
         self
     }
 }
@@ -442,7 +454,7 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaFramedPublish {
         let inner = self.publish.pair(connected).await?;
         Ok(KafkaFramedPublisher {
             inner,
-            framing: self.framing,
+            wrapper: self.wrapper,
         })
     }
 
@@ -453,7 +465,7 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaFramedPublish {
 
     #[cfg(feature = "asyncapi")]
     fn message_bindings(&self, _channel: &str) -> Bindings {
-        crate::bindings::framed_message(self.framing.subjects.strategy())
+        crate::bindings::framed_message(self.wrapper.subjects.strategy())
     }
 }
 
@@ -461,7 +473,7 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaFramedPublish {
 #[derive(Clone, Debug)]
 pub struct KafkaFramedPublisher<P = KafkaPublisher> {
     inner: P,
-    framing: ProtobufFraming,
+    wrapper: ProtobufWrapper,
 }
 
 impl<P: Publisher<Error = KafkaError> + Send + Sync> Publisher for KafkaFramedPublisher<P> {
@@ -474,23 +486,23 @@ impl<P: Publisher<Error = KafkaError> + Send + Sync> Publisher for KafkaFramedPu
         msg: OutgoingFor<'_, Self::Payload>,
         options: Option<&Self::Options>,
     ) -> Result<(), KafkaError> {
-        let framed = match self.framing.frame(msg.name(), msg.payload()).await? {
-            Framing::Framed(framed) => framed,
-            Framing::AlreadyFramed => return self.inner.publish(msg, options).await,
-            Framing::NoSubject => {
+        let framed = match self.wrapper.wrap(msg.name(), msg.payload()).await? {
+            FrameStep::Wrapped(framed) => framed,
+            FrameStep::Untouched => return self.inner.publish(msg, options).await,
+            FrameStep::Unregistered => {
                 return Err(KafkaError::registry_text(format!(
                     "topic {:?} is published through a framing policy but its subject {:?} is \
                      not in the registry; register the schema, pin the subject that holds it \
                      with .subject(..), or publish this topic with a plain KafkaPublish",
                     msg.name(),
-                    self.framing.subject_for(msg.name())
+                    self.wrapper.subject_for(msg.name())
                 )));
             }
-            Framing::OtherFormat(kind) => {
+            FrameStep::WrongKind(kind) => {
                 return Err(KafkaError::InvalidOptions(format!(
                     "subject {:?} of topic {:?} holds a {kind:?} schema and this policy frames \
                      Protobuf; use that format's codec or the SchemaFrame layer",
-                    self.framing.subject_for(msg.name()),
+                    self.wrapper.subject_for(msg.name()),
                     msg.name()
                 )));
             }

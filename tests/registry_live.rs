@@ -19,7 +19,7 @@ use ruststream_kafka::{
 };
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema, JsonSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, JsonSchema, Debug, Clone, PartialEq)]
 struct Shipment {
     parcel: String,
     grams: i64,

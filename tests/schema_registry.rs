@@ -29,13 +29,13 @@ use schema_registry_converter::async_impl::schema_registry::SrSettings;
 use schema_registry_converter::schema_registry_common::SubjectNameStrategy;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema, JsonSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, JsonSchema, Debug, Clone, PartialEq)]
 struct Booking {
     guest: String,
     nights: i32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, Debug, Clone, PartialEq)]
 #[serde(rename = "Booking")]
 struct BookingV2 {
     guest: String,

@@ -45,14 +45,14 @@ struct Rent {
 }
 
 /// Someone opened the app.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "app-opens.guide_commits")]
 struct AppOpen {
     user: String,
 }
 
 /// One line of a shared bill.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "bill-lines.guide_commits")]
 struct BillLine {
     item: String,

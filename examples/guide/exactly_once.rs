@@ -30,7 +30,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// Seats asked for together.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "bookings.guide_exactly_once")]
 struct Booking {
     id: u32,
@@ -38,7 +38,7 @@ struct Booking {
 }
 
 /// One seat held for one booking.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "seat-holds.guide_exactly_once")]
 struct SeatHold {
     booking: u32,
@@ -46,14 +46,14 @@ struct SeatHold {
 }
 
 /// A ticket scanned at the door.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "scans.guide_exactly_once")]
 struct Scan {
     ticket: String,
 }
 
 /// The door's answer.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "admissions.guide_exactly_once")]
 struct Admission {
     ticket: String,

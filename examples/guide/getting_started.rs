@@ -28,7 +28,7 @@ mod readback;
 use ruststream_kafka::prelude::*;
 
 /// A book going out on a reader's card.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "loans.guide_getting_started")]
 struct Loan {
     book: String,

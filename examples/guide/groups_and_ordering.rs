@@ -41,14 +41,14 @@ struct Transfer {
 }
 
 /// The record key of a ledger entry: its account.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 struct AccountKey {
     #[serde(rename = "kafka-partition-key")]
     account: String,
 }
 
 /// A booked transfer; one account's entries share a partition.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "ledger-entries.guide_groups_and_ordering", headers = AccountKey)]
 struct Entry {
     account: String,
@@ -56,7 +56,7 @@ struct Entry {
 }
 
 /// A screened transfer.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "screened.guide_groups_and_ordering")]
 struct Screened {
     account: String,

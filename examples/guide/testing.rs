@@ -36,7 +36,7 @@ use ruststream_kafka::prelude::*;
 const REVIEW_ABOVE: u32 = 90;
 
 /// A prescription handed in at the counter.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "prescriptions.guide_testing")]
 struct Prescription {
     patient: Option<String>,
@@ -45,14 +45,14 @@ struct Prescription {
 }
 
 /// The record key of a dispensed prescription: its patient.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 struct PatientKey {
     #[serde(rename = "kafka-partition-key")]
     patient: String,
 }
 
 /// What the counter hands out.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "dispensed.guide_testing", headers = PatientKey)]
 struct Dispensed {
     drug: String,
@@ -60,7 +60,7 @@ struct Dispensed {
 }
 
 /// A prescription waiting for a pharmacist.
-#[derive(Debug, PartialEq, Deserialize, Serialize, Outgoing)]
+#[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "review.guide_testing")]
 struct Held {
     patient: String,

@@ -19,7 +19,7 @@ use ruststream_kafka::{SchemaPrefetch, SchemaRegistry};
 use serde::{Deserialize, Serialize};
 
 /// A parcel waiting at a counter.
-#[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -31,7 +31,7 @@ struct Pickup {
 }
 
 /// What the courier hands back.
-#[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -18,7 +18,7 @@ use ruststream_kafka::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// One temperature reading.
-#[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -30,7 +30,7 @@ struct Reading {
 }
 
 /// What the station board shows for it.
-#[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+#[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

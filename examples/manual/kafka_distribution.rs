@@ -63,7 +63,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A sample that reached the lab.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -83,7 +83,7 @@ impl MessageHeaders for Sample {
 }
 
 /// Work for whichever analyser reads the partition it lands on.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -73,7 +73,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A station's reading in tenths of a degree Celsius.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -94,7 +94,7 @@ impl MessageHeaders for Celsius {
 }
 
 /// The same reading in tenths of a degree Fahrenheit.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -96,7 +96,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// An invoice and the amounts of its lines, in cents.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -117,7 +117,7 @@ impl MessageHeaders for Invoice {
 }
 
 /// One ledger entry per invoice line.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 struct Posting {
     invoice: u32,
     line: usize,

@@ -88,7 +88,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A closed parking session; the record key is the garage.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -109,7 +109,7 @@ impl MessageHeaders for Session {
 }
 
 /// What the session costs.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -18,7 +18,7 @@ use ruststream_kafka::prelude::*;
 use ruststream_kafka::protobuf::decode_confluent;
 
 /// A car booked in for a service.
-#[derive(Clone, PartialEq, prost::Message, Deserialized)]
+#[derive(prost::Message, Deserialized, Clone, PartialEq)]
 #[wire(decode = decode_confluent)]
 struct Booking {
     #[prost(string, tag = "1")]
@@ -28,7 +28,7 @@ struct Booking {
 }
 
 /// The ticket the workshop works from.
-#[derive(Clone, PartialEq, prost::Message, Serialized, Outgoing)]
+#[derive(prost::Message, Serialized, Outgoing, Clone, PartialEq)]
 #[wire(encode = prost::Message::encode)]
 #[outgoing(name = "work-tickets.proto-manual")]
 struct WorkTicket {

@@ -67,7 +67,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A seat sold for a show.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -88,7 +88,7 @@ impl MessageHeaders for SeatSale {
 }
 
 /// What lets the buyer in.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -87,7 +87,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// What a meter reported.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -108,7 +108,7 @@ impl MessageHeaders for Reading {
 }
 
 /// The header of a usage record: its meter, as the record key.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -120,7 +120,7 @@ struct MeterKey {
 }
 
 /// Usage to bill; one meter's records share a partition, so billing reads them in order.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -81,7 +81,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A document to print on one printer.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -102,7 +102,7 @@ impl MessageHeaders for PrintJob {
 }
 
 /// A job waiting in a printer's spool: partition n of the topic is printer n.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -69,7 +69,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A book handed out to a member.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -90,7 +90,7 @@ impl MessageHeaders for Loan {
 }
 
 /// When the book has to come back.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -50,7 +50,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 // The generated AsyncAPI document describes the payload by its JSON schema.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -20,7 +20,7 @@ use ruststream_kafka::{KafkaError, SchemaFrame, SchemaRegistry};
 use serde::{Deserialize, Serialize};
 
 /// A guest asks to hold a room.
-#[derive(Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -32,7 +32,7 @@ struct Hold {
 }
 
 /// The desk's answer, framed under `hold-confirmations.sr-manual-value`.
-#[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, PartialEq)]
 struct HoldConfirmed {
     room: u32,
     guest: String,

@@ -79,7 +79,7 @@ fn main() -> ExitCode {
 }
 // --8<-- [end:app]
 
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -98,7 +98,7 @@ impl MessageHeaders for Listing {
     type Contract = NoHeaders;
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -117,7 +117,7 @@ impl MessageHeaders for Indexed {
     type Contract = NoHeaders;
 }
 
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

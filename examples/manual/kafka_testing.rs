@@ -109,7 +109,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// Seats sold at the counter.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -131,7 +131,7 @@ impl MessageHeaders for Sale {
 }
 
 /// A refund: one line per seat given back.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -152,7 +152,7 @@ impl MessageHeaders for Refund {
 }
 
 /// One payment back to the customer.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

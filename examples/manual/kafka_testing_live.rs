@@ -73,7 +73,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A tip, in cents.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -94,7 +94,7 @@ impl MessageHeaders for Tip {
 }
 
 /// The thank-you for a tip.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

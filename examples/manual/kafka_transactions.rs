@@ -101,7 +101,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// Shelves to refill for one request.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -122,7 +122,7 @@ impl MessageHeaders for Restock {
 }
 
 /// One shelf for one picker.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -91,7 +91,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A finished trip and what it is charged for.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -112,7 +112,7 @@ impl MessageHeaders for Trip {
 }
 
 /// One charge of a trip.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

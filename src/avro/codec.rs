@@ -261,13 +261,13 @@ mod tests {
 
     use super::AvroCodec;
 
-    #[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
     struct Ticket {
         seat: String,
         row: i32,
     }
 
-    #[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
     #[serde(rename = "Ticket")]
     struct TicketV2 {
         seat: String,

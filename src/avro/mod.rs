@@ -154,7 +154,7 @@ mod tests {
     use super::{AvroSchema, decode, encode};
     use ruststream::BytesMut;
 
-    #[derive(Debug, PartialEq, Serialize, Deserialize, AvroSchema)]
+    #[derive(Serialize, Deserialize, AvroSchema, Debug, PartialEq)]
     struct Reading {
         sensor: String,
         celsius: f64,

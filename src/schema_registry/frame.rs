@@ -21,7 +21,7 @@ use crate::error::KafkaError;
 #[derive(Clone)]
 pub struct SchemaFrame {
     subjects: SubjectMap,
-    messages: HashMap<String, String>,
+    record_names: HashMap<String, String>,
 }
 
 impl fmt::Debug for SchemaFrame {
@@ -29,7 +29,7 @@ impl fmt::Debug for SchemaFrame {
         f.debug_struct("SchemaFrame")
             .field("strategy", &self.subjects.strategy())
             .field("subjects", self.subjects.pinned())
-            .field("messages", &self.messages)
+            .field("record_names", &self.record_names)
             .finish_non_exhaustive()
     }
 }
@@ -40,21 +40,21 @@ impl SchemaFrame {
     pub fn new(registry: SchemaRegistry) -> Self {
         Self {
             subjects: SubjectMap::new(registry),
-            messages: HashMap::new(),
+            record_names: HashMap::new(),
         }
     }
 
     /// Names subjects by `strategy` for topics without a pinned subject.
     #[must_use]
     pub fn subject_strategy(mut self, strategy: SubjectStrategy) -> Self {
-        self.subjects.set_strategy(strategy);
+        self.subjects.choose_strategy(strategy);
         self
     }
 
     /// Publishes `topic` under `subject`, whatever the strategy says.
     #[must_use]
     pub fn subject(mut self, topic: impl Into<String>, subject: impl Into<String>) -> Self {
-        self.subjects.pin(topic.into(), subject.into());
+        self.subjects.fix_subject(topic.into(), subject.into());
         self
     }
 
@@ -62,7 +62,7 @@ impl SchemaFrame {
     /// package included) instead of the schema's first one.
     #[must_use]
     pub fn message(mut self, topic: impl Into<String>, message: impl Into<String>) -> Self {
-        self.messages.insert(topic.into(), message.into());
+        self.record_names.insert(topic.into(), message.into());
         self
     }
 
@@ -72,7 +72,7 @@ impl SchemaFrame {
             return Ok(());
         }
         let topic = out.name().to_owned();
-        let message = self.messages.get(&topic).map(String::as_str);
+        let message = self.record_names.get(&topic).map(String::as_str);
         let Some(schema) = self.subjects.schema_for(&topic, message).await? else {
             return Ok(());
         };

@@ -34,11 +34,11 @@ impl SubjectMap {
         self.strategy
     }
 
-    pub(crate) fn set_strategy(&mut self, strategy: SubjectStrategy) {
+    pub(crate) fn choose_strategy(&mut self, strategy: SubjectStrategy) {
         self.strategy = strategy;
     }
 
-    pub(crate) fn pin(&mut self, topic: String, subject: String) {
+    pub(crate) fn fix_subject(&mut self, topic: String, subject: String) {
         self.pinned.insert(topic, subject);
     }
 

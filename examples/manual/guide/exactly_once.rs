@@ -129,7 +129,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// Seats asked for together.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -150,7 +150,7 @@ impl MessageHeaders for Booking {
 }
 
 /// One seat held for one booking.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -171,7 +171,7 @@ impl MessageHeaders for SeatHold {
 }
 
 /// A ticket scanned at the door.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -191,7 +191,7 @@ impl MessageHeaders for Scan {
 }
 
 /// The door's answer.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

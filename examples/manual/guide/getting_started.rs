@@ -61,7 +61,7 @@ fn main() -> ExitCode {
 // --8<-- [end:service]
 
 /// A book going out on a reader's card.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),

@@ -113,7 +113,7 @@ fn main() -> ExitCode {
 // --8<-- [end:app]
 
 /// A prescription handed in at the counter.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -135,7 +135,7 @@ impl MessageHeaders for Prescription {
 }
 
 /// The record key of a dispensed prescription: its patient.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -147,7 +147,7 @@ struct PatientKey {
 }
 
 /// What the counter hands out.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
@@ -168,7 +168,7 @@ impl MessageHeaders for Dispensed {
 }
 
 /// A prescription waiting for a pharmacist.
-#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
 #[cfg_attr(
     feature = "asyncapi",
     derive(ruststream::schemars::JsonSchema),
