@@ -288,6 +288,15 @@ pub async fn bookings_get_framed_tickets<A: App>(
 /// The tests of one example share its topics and its group: they take turns.
 static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// `message` framed under schema `id` as its file's first message (index path `[0]`, the
+/// single byte 0).
+#[cfg(feature = "protobuf")]
+fn framed_first(id: u32, message: &impl prost::Message) -> Vec<u8> {
+    let mut datum = vec![0];
+    datum.extend(message.encode_to_vec());
+    encode_envelope(id, &datum)
+}
+
 /// A tool loan as the lending desk's clients encode it (`tools.LoanRequest`).
 #[cfg(feature = "protobuf")]
 #[derive(Clone, PartialEq, prost::Message)]
@@ -324,15 +333,12 @@ async fn loan_slip_for<A: App>(app: A, suffix: &str, payload: Vec<u8>) -> Outcom
 /// `kafka_protobuf_plain`: a loan request in the Confluent envelope is read past it.
 #[cfg(feature = "protobuf")]
 pub async fn framed_loan_read<A: App>(app: A, suffix: &str) -> Outcome {
-    use prost::Message as _;
     let request = LoanRequestWire {
         tool: "tile saw".into(),
         days: 10,
     };
-    // Any schema id will do (nothing here asks the registry); path `[0]` is one zero byte.
-    let mut datum = vec![0];
-    datum.extend(request.encode_to_vec());
-    let slip = loan_slip_for(app, suffix, encode_envelope(4_242, &datum)).await?;
+    // Any schema id will do: nothing here asks the registry.
+    let slip = loan_slip_for(app, suffix, framed_first(4_242, &request)).await?;
     assert_eq!(
         slip,
         LoanSlipWire {
@@ -478,13 +484,11 @@ pub async fn protobuf_seat_request_transcoded<A: App>(
         screening: "late-show-4".into(),
         seats: 6,
     };
-    let mut datum = vec![0];
-    datum.extend(request.encode_to_vec());
     let registry = SchemaRegistry::new(double.url());
     let landed = exchange(
         app(registry.clone()),
         &lanes,
-        vec![encode_envelope(requests, &datum)],
+        vec![framed_first(requests, &request)],
     )
     .await?;
     assert_eq!(landed.len(), 1);
@@ -540,6 +544,15 @@ struct LabelWire {
     service: String,
 }
 
+#[cfg(feature = "protobuf")]
+fn parcel(tracking: &str, address: &str, grams: u32) -> ParcelWire {
+    ParcelWire {
+        tracking: tracking.into(),
+        address: address.into(),
+        grams,
+    }
+}
+
 /// Registers the parcel subject, frames `parcel` under it, runs the labelling service over it
 /// and answers the subscriber's settlement check and what reached the label topic.
 #[cfg(feature = "protobuf")]
@@ -550,7 +563,6 @@ async fn label_run<A: App>(
     label_subject: bool,
     settled: HandlerOutcome,
 ) -> Outcome<(Vec<Record>, u32)> {
-    use prost::Message as _;
     let _turn = TURNS.lock().await;
     let (lanes, double) = lanes("parcels", "labels", suffix).await?;
     let parcels = double.register(
@@ -567,8 +579,6 @@ async fn label_run<A: App>(
     } else {
         0
     };
-    let mut datum = vec![0];
-    datum.extend(parcel.encode_to_vec());
     let tb = TestApp::start_live_within(
         app(SchemaRegistry::new(double.url())),
         Duration::from_secs(30),
@@ -576,7 +586,7 @@ async fn label_run<A: App>(
     .await?;
     let kafka = tb.broker::<KafkaBroker>();
     kafka
-        .message(&Raw(encode_envelope(parcels, &datum)))
+        .message(&Raw(framed_first(parcels, &parcel)))
         .to(&lanes.requests)
         .publish()
         .await?;
@@ -601,11 +611,7 @@ pub async fn parcel_without_address_dropped<A: App>(
     app: impl FnOnce(SchemaRegistry) -> A,
     suffix: &str,
 ) -> Outcome {
-    let parcel = ParcelWire {
-        tracking: "CR-1001".into(),
-        address: String::new(),
-        grams: 800,
-    };
+    let parcel = parcel("CR-1001", "", 800);
     let (landed, _) = label_run(app, suffix, parcel, true, HandlerOutcome::drop()).await?;
     assert!(landed.is_empty(), "no label for a parcel going nowhere");
     Ok(())
@@ -619,11 +625,7 @@ pub async fn label_framed_under_subject<A: App>(
     suffix: &str,
 ) -> Outcome {
     use prost::Message as _;
-    let parcel = ParcelWire {
-        tracking: "CR-1002".into(),
-        address: "4 Quay Street".into(),
-        grams: 2_500,
-    };
+    let parcel = parcel("CR-1002", "4 Quay Street", 2_500);
     let (landed, labels) = label_run(app, suffix, parcel, true, HandlerOutcome::ack()).await?;
     assert_eq!(landed.len(), 1);
     let bytes = value(&landed[0])?;
@@ -648,11 +650,7 @@ pub async fn label_without_subject_unpublished<A: App>(
     app: impl FnOnce(SchemaRegistry) -> A,
     suffix: &str,
 ) -> Outcome {
-    let parcel = ParcelWire {
-        tracking: "CR-1003".into(),
-        address: "9 Mill Lane".into(),
-        grams: 300,
-    };
+    let parcel = parcel("CR-1003", "9 Mill Lane", 300);
     let (landed, _) = label_run(app, suffix, parcel, false, HandlerOutcome::retry()).await?;
     assert!(landed.is_empty(), "an unframed label must not go out");
     Ok(())

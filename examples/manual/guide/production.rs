@@ -1,7 +1,7 @@
 //! The claims intake of `examples/guide/production.rs` without macros: the handler is a type
 //! implementing `Handle`, the subscription and its reply are built by hand, the message types
 //! name their topics through `OutgoingDestination`, and `main` runs the command line itself.
-//! The cluster settings are the same: SASL_SSL with SCRAM, `acks=all`, idempotence, bounded
+//! The cluster settings are the same: `SASL_SSL` with SCRAM, `acks=all`, idempotence, bounded
 //! connect and flush.
 //!
 //! ```text
