@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! scripts/kafka up
-//! cargo run --example kafka_protobuf_plain --features protobuf -- run
+//! cargo run --example kafka_protobuf_plain --features protobuf,testing -- run
 //! cargo test --example kafka_protobuf_plain --features testing,protobuf
 //! ```
 //!

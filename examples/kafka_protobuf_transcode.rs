@@ -7,7 +7,7 @@
 //! ```text
 //! scripts/kafka up
 //! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_protobuf_transcode \
-//!     --features protobuf -- run
+//!     --features protobuf,testing -- run
 //! cargo test --example kafka_protobuf_transcode --features testing,protobuf
 //! ```
 //!

@@ -7,7 +7,8 @@
 //!
 //! ```text
 //! CLAIMS_KAFKA_SERVERS=kafka-1.internal:9096 CLAIMS_KAFKA_USER=claims-intake \
-//!     CLAIMS_KAFKA_PASSWORD=... cargo run --example guide_production --features ssl -- run
+//!     CLAIMS_KAFKA_PASSWORD=... \
+//!     cargo run --example guide_production --features ssl,testing -- run
 //! cargo test --example guide_production --features testing,ssl
 //! ```
 //!

@@ -7,7 +7,7 @@
 //! ```text
 //! scripts/kafka up
 //! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example guide_protobuf \
-//!     --features protobuf -- run
+//!     --features protobuf,testing -- run
 //! cargo test --example guide_protobuf --features testing,protobuf
 //! ```
 //!
