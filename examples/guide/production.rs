@@ -103,13 +103,12 @@ fn app() -> impl App {
 // --8<-- [end:service]
 
 #[cfg(test)]
+#[path = "../support/production_checks.rs"]
+mod checks;
+
+#[cfg(test)]
 mod tests {
-    use std::error::Error;
-
-    use ruststream::testing::TestApp;
-    use ruststream_kafka::prelude::*;
-
-    use super::{Claim, ClaimReceipt, Deployment, broker, service};
+    use super::{Deployment, broker, service};
 
     /// A deployment as the orchestrator would describe it; nothing here is dialled.
     fn deployment() -> Deployment {
@@ -122,41 +121,20 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_secured_configuration_files_a_claim_in_process() -> Result<(), Box<dyn Error>> {
-        let tb = TestApp::start(service(broker(deployment()))).await?;
-        let claim = Claim {
-            policy: "HOME-5521".to_owned(),
-            cents: 84_000,
-        };
-        tb.broker::<KafkaBroker>().message(&claim).publish().await?;
-
-        tb.broker::<KafkaBroker>()
-            .subscriber("claims.guide_production")
-            .assert_called_once()
-            .with(&claim)
-            .settled(HandlerOutcome::ack());
-        tb.broker::<KafkaBroker>()
-            .published::<ClaimReceipt>("claim-receipts.guide_production")
-            .assert_called_once()
-            .with(&ClaimReceipt {
-                policy: "HOME-5521".to_owned(),
-                reference: "CLM-HOME-5521".to_owned(),
-            });
-        tb.shutdown().await?;
-        Ok(())
+    async fn the_secured_configuration_files_a_claim_in_process()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let app = service(broker(deployment()));
+        super::checks::claim_filed_in_process(
+            app,
+            "claims.guide_production",
+            "claim-receipts.guide_production",
+        )
+        .await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_misspelt_security_protocol_stops_the_start() {
         let misspelt = broker(deployment()).config("security.protocol", "SASL_TLS");
-
-        let refused = TestApp::start(service(misspelt))
-            .await
-            .err()
-            .map(|err| err.to_string());
-        assert!(
-            matches!(&refused, Some(text) if text.contains("security.protocol")),
-            "{refused:?}"
-        );
+        super::checks::misspelt_protocol_refused(service(misspelt)).await;
     }
 }

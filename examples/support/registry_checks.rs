@@ -288,6 +288,11 @@ pub async fn bookings_get_framed_tickets<A: App>(
 /// The tests of one example share its topics and its group: they take turns.
 static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// Registers `proto` under the value subject of `topic`, as that topic's producer would.
+fn register_proto(double: &RegistryDouble, topic: &str, proto: &str) -> u32 {
+    double.register(&format!("{topic}-value"), "PROTOBUF", proto)
+}
+
 /// `message` framed under schema `id` as its file's first message (index path `[0]`, the
 /// single byte 0).
 #[cfg(feature = "protobuf")]
@@ -408,7 +413,7 @@ pub async fn slot_publish_framed<A: App>(
 ) -> Outcome {
     use prost::Message as _;
     let (lanes, double) = lanes("pallet-scans", "stock-moves", suffix).await?;
-    let moves = double.register(&format!("{}-value", lanes.answers), "PROTOBUF", STOCK_PROTO);
+    let moves = register_proto(&double, &lanes.answers, STOCK_PROTO);
     let scan = PalletScanWire {
         sku: "BOLT-M8".into(),
         cases: 3,
@@ -475,11 +480,7 @@ pub async fn protobuf_seat_request_transcoded<A: App>(
 ) -> Outcome {
     use prost::Message as _;
     let (lanes, double) = lanes("seat-requests", "tickets", suffix).await?;
-    let requests = double.register(
-        &format!("{}-value", lanes.requests),
-        "PROTOBUF",
-        SEAT_REQUEST_PROTO,
-    );
+    let requests = register_proto(&double, &lanes.requests, SEAT_REQUEST_PROTO);
     let request = SeatRequestWire {
         screening: "late-show-4".into(),
         seats: 6,
@@ -565,17 +566,9 @@ async fn label_run<A: App>(
 ) -> Outcome<(Vec<Record>, u32)> {
     let _turn = TURNS.lock().await;
     let (lanes, double) = lanes("parcels", "labels", suffix).await?;
-    let parcels = double.register(
-        &format!("{}-value", lanes.requests),
-        "PROTOBUF",
-        COURIER_PROTO,
-    );
+    let parcels = register_proto(&double, &lanes.requests, COURIER_PROTO);
     let labels = if label_subject {
-        double.register(
-            &format!("{}-value", lanes.answers),
-            "PROTOBUF",
-            COURIER_PROTO,
-        )
+        register_proto(&double, &lanes.answers, COURIER_PROTO)
     } else {
         0
     };

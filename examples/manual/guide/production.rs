@@ -135,18 +135,17 @@ fn main() -> ExitCode {
 }
 
 #[cfg(test)]
+#[path = "../../support/production_checks.rs"]
+mod checks;
+
+#[cfg(test)]
 mod tests {
-    use std::error::Error;
-
-    use ruststream::testing::TestApp;
-    use ruststream_kafka::prelude::*;
-
-    use super::{Claim, ClaimReceipt, Deployment, broker, service};
+    use super::{Deployment, broker, service};
 
     /// A deployment as the orchestrator would describe it; nothing here is dialled.
     fn deployment() -> Deployment {
         Deployment {
-            servers: "kafka-2.claims.internal:9096".to_owned(),
+            servers: "kafka-1.claims.internal:9096".to_owned(),
             user: "claims-intake".to_owned(),
             password: "n0t-a-real-secret".to_owned(),
             ca: "probe".to_owned(),
@@ -154,41 +153,20 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_secured_configuration_files_a_claim_in_process() -> Result<(), Box<dyn Error>> {
-        let tb = TestApp::start(service(broker(deployment()))).await?;
-        let claim = Claim {
-            policy: "CAR-0917".to_owned(),
-            cents: 12_300,
-        };
-        tb.broker::<KafkaBroker>().message(&claim).publish().await?;
-
-        tb.broker::<KafkaBroker>()
-            .subscriber("claims.manual_guide_production")
-            .assert_called_once()
-            .with(&claim)
-            .settled(HandlerOutcome::ack());
-        tb.broker::<KafkaBroker>()
-            .published::<ClaimReceipt>("claim-receipts.manual_guide_production")
-            .assert_called_once()
-            .with(&ClaimReceipt {
-                policy: "CAR-0917".to_owned(),
-                reference: "CLM-CAR-0917".to_owned(),
-            });
-        tb.shutdown().await?;
-        Ok(())
+    async fn the_secured_configuration_files_a_claim_in_process()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let app = service(broker(deployment()));
+        super::checks::claim_filed_in_process(
+            app,
+            "claims.manual_guide_production",
+            "claim-receipts.manual_guide_production",
+        )
+        .await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_misspelt_security_protocol_stops_the_start() {
         let misspelt = broker(deployment()).config("security.protocol", "SASL_TLS");
-
-        let refused = TestApp::start(service(misspelt))
-            .await
-            .err()
-            .map(|err| err.to_string());
-        assert!(
-            matches!(&refused, Some(text) if text.contains("security.protocol")),
-            "{refused:?}"
-        );
+        super::checks::misspelt_protocol_refused(service(misspelt)).await;
     }
 }
