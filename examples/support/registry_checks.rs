@@ -558,3 +558,369 @@ pub async fn framed_under_the_record_subject<A: App>(
 }
 
 // --- end batch A ---
+
+// --- batch C ---
+
+/// The tests of one example share its topics and its group: they take turns.
+static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Registers `proto` under the value subject of `topic`, as that topic's producer would.
+fn register_proto(double: &RegistryDouble, topic: &str, proto: &str) -> u32 {
+    double.register(&format!("{topic}-value"), "PROTOBUF", proto)
+}
+
+/// `message` framed under schema `id` as its file's first message (index path `[0]`, the
+/// single byte 0).
+#[cfg(feature = "protobuf")]
+fn framed_first(id: u32, message: &impl prost::Message) -> Vec<u8> {
+    let mut datum = vec![0];
+    datum.extend(message.encode_to_vec());
+    encode_envelope(id, &datum)
+}
+
+/// A tool loan as the lending desk's clients encode it (`tools.LoanRequest`).
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct LoanRequestWire {
+    #[prost(string, tag = "1")]
+    tool: String,
+    #[prost(uint32, tag = "2")]
+    days: u32,
+}
+
+/// The slip the desk hands back (`tools.LoanSlip`).
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct LoanSlipWire {
+    #[prost(string, tag = "1")]
+    tool: String,
+    #[prost(bool, tag = "2")]
+    deposit: bool,
+}
+
+/// Sends one loan request (`payload`) and reads back the bare slip it got.
+#[cfg(feature = "protobuf")]
+async fn loan_slip_for<A: App>(app: A, suffix: &str, payload: Vec<u8>) -> Outcome<LoanSlipWire> {
+    use prost::Message as _;
+    let _turn = TURNS.lock().await;
+    let (lanes, _double) = lanes("loans", "loan-slips", suffix).await?;
+    let landed = exchange(app, &lanes, vec![payload]).await?;
+    assert_eq!(landed.len(), 1, "one slip per loan");
+    let bytes = value(&landed[0])?;
+    assert!(parse_envelope(&bytes).is_none(), "the slip goes out bare");
+    Ok(LoanSlipWire::decode(bytes.as_slice())?)
+}
+
+/// `kafka_protobuf_plain`: a loan request in the Confluent envelope is read past it.
+#[cfg(feature = "protobuf")]
+pub async fn framed_loan_read<A: App>(app: A, suffix: &str) -> Outcome {
+    let request = LoanRequestWire {
+        tool: "tile saw".into(),
+        days: 10,
+    };
+    // Any schema id will do: nothing here asks the registry.
+    let slip = loan_slip_for(app, suffix, framed_first(4_242, &request)).await?;
+    assert_eq!(
+        slip,
+        LoanSlipWire {
+            tool: "tile saw".into(),
+            deposit: true,
+        }
+    );
+    Ok(())
+}
+
+/// `kafka_protobuf_plain`: a bare loan request (no envelope) is read as it is.
+#[cfg(feature = "protobuf")]
+pub async fn bare_loan_read<A: App>(app: A, suffix: &str) -> Outcome {
+    use prost::Message as _;
+    let request = LoanRequestWire {
+        tool: "hedge trimmer".into(),
+        days: 2,
+    };
+    let slip = loan_slip_for(app, suffix, request.encode_to_vec()).await?;
+    assert_eq!(
+        slip,
+        LoanSlipWire {
+            tool: "hedge trimmer".into(),
+            deposit: false,
+        }
+    );
+    Ok(())
+}
+
+/// What the stock-move subject holds: `StockMove` is its first message.
+pub const STOCK_PROTO: &str = r#"
+syntax = "proto3";
+package dock;
+message StockMove { string sku = 1; int32 units = 2; string bay = 3; }
+"#;
+
+/// A pallet scan as the dock's hand scanners encode it (`dock.PalletScan`).
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct PalletScanWire {
+    #[prost(string, tag = "1")]
+    sku: String,
+    #[prost(uint32, tag = "2")]
+    cases: u32,
+    #[prost(string, tag = "3")]
+    bay: String,
+}
+
+/// A stock movement as the inventory readers decode it.
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct StockMoveWire {
+    #[prost(string, tag = "1")]
+    sku: String,
+    #[prost(int32, tag = "2")]
+    units: i32,
+    #[prost(string, tag = "3")]
+    bay: String,
+}
+
+/// `kafka_protobuf_frame`: the stock move a handler publishes through its slot leaves framed
+/// by the `ProtobufFrame` layer under its subject's id.
+#[cfg(feature = "protobuf")]
+pub async fn slot_publish_framed<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    use prost::Message as _;
+    let (lanes, double) = lanes("pallet-scans", "stock-moves", suffix).await?;
+    let moves = register_proto(&double, &lanes.answers, STOCK_PROTO);
+    let scan = PalletScanWire {
+        sku: "BOLT-M8".into(),
+        cases: 3,
+        bay: "B7".into(),
+    };
+    let landed = exchange(
+        app(SchemaRegistry::new(double.url())),
+        &lanes,
+        vec![scan.encode_to_vec()],
+    )
+    .await?;
+    assert_eq!(landed.len(), 1);
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the stock move is not framed")?;
+    assert_eq!(id, moves, "framed with the subject's schema id");
+    assert_eq!(datum[0], 0, "StockMove is the file's first message");
+    assert_eq!(
+        StockMoveWire::decode(&datum[1..])?,
+        StockMoveWire {
+            sku: "BOLT-M8".into(),
+            units: 3 * 24,
+            bay: "B7".into(),
+        }
+    );
+    Ok(())
+}
+
+/// What the box office's clients register for seat requests.
+pub const SEAT_REQUEST_PROTO: &str = r#"
+syntax = "proto3";
+package cinema;
+message SeatRequest { string screening = 1; uint32 seats = 2; }
+"#;
+
+/// A seat request as a client encodes it.
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct SeatRequestWire {
+    #[prost(string, tag = "1")]
+    screening: String,
+    #[prost(uint32, tag = "2")]
+    seats: u32,
+}
+
+/// A ticket as the ticket printers decode it (`cinema.Ticket`, the example's `TICKET_PROTO`).
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct TicketWire {
+    #[prost(string, tag = "1")]
+    screening: String,
+    #[prost(uint32, tag = "2")]
+    seats: u32,
+    #[prost(bool, tag = "3")]
+    group_rate: bool,
+}
+
+/// `kafka_protobuf_transcode`: a framed Protobuf seat request reaches a JSON handler through
+/// the broker's registry edge, and its ticket leaves as framed Protobuf under the ticket
+/// subject the service registered at startup.
+#[cfg(feature = "protobuf")]
+pub async fn protobuf_seat_request_transcoded<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    use prost::Message as _;
+    let (lanes, double) = lanes("seat-requests", "tickets", suffix).await?;
+    let requests = register_proto(&double, &lanes.requests, SEAT_REQUEST_PROTO);
+    let request = SeatRequestWire {
+        screening: "late-show-4".into(),
+        seats: 6,
+    };
+    let registry = SchemaRegistry::new(double.url());
+    let landed = exchange(
+        app(registry.clone()),
+        &lanes,
+        vec![framed_first(requests, &request)],
+    )
+    .await?;
+    assert_eq!(landed.len(), 1);
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the ticket is not framed")?;
+    let subject = registry.warm(&format!("{}-value", lanes.answers)).await?;
+    assert_eq!(
+        subject.schema_type(),
+        ruststream_kafka::SchemaType::Protobuf
+    );
+    assert_eq!(id, subject.id());
+    assert_eq!(datum[0], 0, "Ticket is the file's first message");
+    assert_eq!(
+        TicketWire::decode(&datum[1..])?,
+        TicketWire {
+            screening: "late-show-4".into(),
+            seats: 6,
+            group_rate: true,
+        }
+    );
+    Ok(())
+}
+
+/// What the parcel and label subjects of the Protobuf guide hold.
+pub const COURIER_PROTO: &str = r#"
+syntax = "proto3";
+package courier;
+message Parcel { string tracking = 1; string address = 2; uint32 grams = 3; }
+message Label { string tracking = 1; string address = 2; string service = 3; }
+"#;
+
+/// A parcel as the depot's sorters encode it.
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct ParcelWire {
+    #[prost(string, tag = "1")]
+    tracking: String,
+    #[prost(string, tag = "2")]
+    address: String,
+    #[prost(uint32, tag = "3")]
+    grams: u32,
+}
+
+/// A label as the printers decode it.
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct LabelWire {
+    #[prost(string, tag = "1")]
+    tracking: String,
+    #[prost(string, tag = "2")]
+    address: String,
+    #[prost(string, tag = "3")]
+    service: String,
+}
+
+#[cfg(feature = "protobuf")]
+fn parcel(tracking: &str, address: &str, grams: u32) -> ParcelWire {
+    ParcelWire {
+        tracking: tracking.into(),
+        address: address.into(),
+        grams,
+    }
+}
+
+/// Registers the parcel subject, frames `parcel` under it, runs the labelling service over it
+/// and answers the subscriber's settlement check and what reached the label topic.
+#[cfg(feature = "protobuf")]
+async fn label_run<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+    parcel: ParcelWire,
+    label_subject: bool,
+    settled: HandlerOutcome,
+) -> Outcome<(Vec<Record>, u32)> {
+    let _turn = TURNS.lock().await;
+    let (lanes, double) = lanes("parcels", "labels", suffix).await?;
+    let parcels = register_proto(&double, &lanes.requests, COURIER_PROTO);
+    let labels = if label_subject {
+        register_proto(&double, &lanes.answers, COURIER_PROTO)
+    } else {
+        0
+    };
+    let tb = TestApp::start_live_within(
+        app(SchemaRegistry::new(double.url())),
+        Duration::from_secs(30),
+    )
+    .await?;
+    let kafka = tb.broker::<KafkaBroker>();
+    kafka
+        .message(&Raw(framed_first(parcels, &parcel)))
+        .to(&lanes.requests)
+        .publish()
+        .await?;
+    kafka
+        .subscriber(&lanes.requests)
+        .assert_called_once()
+        .settled(settled);
+    tb.shutdown().await?;
+    let records = readback::records_since(
+        &lanes.answers,
+        0,
+        lanes.before,
+        IsolationLevel::ReadCommitted,
+    )
+    .await?;
+    Ok((records, labels))
+}
+
+/// `guide/protobuf`: a parcel with no address is dropped and prints no label.
+#[cfg(feature = "protobuf")]
+pub async fn parcel_without_address_dropped<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let parcel = parcel("CR-1001", "", 800);
+    let (landed, _) = label_run(app, suffix, parcel, true, HandlerOutcome::drop()).await?;
+    assert!(landed.is_empty(), "no label for a parcel going nowhere");
+    Ok(())
+}
+
+/// `guide/protobuf`: a parcel's label leaves framed as `courier.Label` under the label
+/// subject's id.
+#[cfg(feature = "protobuf")]
+pub async fn label_framed_under_subject<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    use prost::Message as _;
+    let parcel = parcel("CR-1002", "4 Quay Street", 2_500);
+    let (landed, labels) = label_run(app, suffix, parcel, true, HandlerOutcome::ack()).await?;
+    assert_eq!(landed.len(), 1);
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the label is not framed")?;
+    assert_eq!(id, labels);
+    assert_eq!(&datum[..2], &[2, 2], "Label is message [1] of the file");
+    assert_eq!(
+        LabelWire::decode(&datum[2..])?,
+        LabelWire {
+            tracking: "CR-1002".into(),
+            address: "4 Quay Street".into(),
+            service: "heavy".into(),
+        }
+    );
+    Ok(())
+}
+
+/// `guide/protobuf`: with no schema under the label subject the policy refuses the label, the
+/// handler's parcel settles as a retry, and nothing reaches the label topic.
+#[cfg(feature = "protobuf")]
+pub async fn label_without_subject_unpublished<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let parcel = parcel("CR-1003", "9 Mill Lane", 300);
+    let (landed, _) = label_run(app, suffix, parcel, false, HandlerOutcome::retry()).await?;
+    assert!(landed.is_empty(), "an unframed label must not go out");
+    Ok(())
+}
