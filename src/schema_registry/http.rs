@@ -244,17 +244,16 @@ impl HttpRegistryClient {
     }
 }
 
-/// The body every schema-carrying request sends. `schemaType` is left out for Avro, as the
-/// registry's own clients do, so older registries accept it.
+/// The body every schema-carrying request sends. `schemaType` is always named, Avro included:
+/// every registry since 5.5 reads it, and services moving from the librdkafka adapter keep the
+/// request bodies their registry (or its stand-in) already saw.
 fn schema_request(schema_type: SchemaType, definition: String) -> Result<Vec<u8>, KafkaError> {
     let mut body = serde_json::Map::new();
     body.insert("schema".into(), serde_json::Value::String(definition));
-    if schema_type != SchemaType::Avro {
-        body.insert(
-            "schemaType".into(),
-            serde_json::Value::String(schema_type.api_name().into()),
-        );
-    }
+    body.insert(
+        "schemaType".into(),
+        serde_json::Value::String(schema_type.api_name().into()),
+    );
     serde_json::to_vec(&body).map_err(KafkaError::registry)
 }
 
