@@ -282,3 +282,279 @@ pub async fn bookings_get_framed_tickets<A: App>(
     );
     Ok(())
 }
+
+// --- batch B ---
+
+/// How long a live test waits for the service to react.
+const WITHIN: Duration = Duration::from_secs(30);
+
+/// A value built from JSON, for the checks that only know their example's types generically.
+fn shaped<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Outcome<T> {
+    Ok(serde_json::from_value(value)?)
+}
+
+/// Frames `value` the way a producer with its own registry codec would: the subject's latest
+/// schema, its id in the envelope.
+#[cfg(feature = "avro")]
+async fn framed_avro<T>(registry: &SchemaRegistry, subject: &str, value: &T) -> Outcome<Vec<u8>>
+where
+    T: serde::Serialize + ruststream_kafka::avro::AvroSchema,
+{
+    use ruststream_kafka::SchemaPrefetch;
+    use ruststream_kafka::avro::AvroCodec;
+
+    registry.warm(subject).await?;
+    let producer = SchemaPrefetch::new(registry.clone());
+    let codec = AvroCodec::registry(&producer).register::<T>(subject.to_owned());
+    Ok(codec.encode(value)?.to_vec())
+}
+
+/// Reads a framed Avro answer with the registry's schema for its id, checking that id.
+#[cfg(feature = "avro")]
+async fn read_framed_avro<T>(
+    registry: &SchemaRegistry,
+    bytes: &[u8],
+    expected_id: u32,
+) -> Outcome<T>
+where
+    T: serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema,
+{
+    use ruststream_kafka::SchemaPrefetch;
+    use ruststream_kafka::avro::AvroCodec;
+
+    let (id, _) = parse_envelope(bytes).ok_or("the answer is not framed")?;
+    assert_eq!(
+        id, expected_id,
+        "the answer is framed under its subject's schema"
+    );
+    registry.schema_by_id(id).await?;
+    let reader = AvroCodec::registry(&SchemaPrefetch::new(registry.clone()));
+    Ok(reader.decode::<T>(bytes)?)
+}
+
+/// `kafka_registry_missing`: the oven-slot subject was deleted before startup; connect puts
+/// the app's schema back (`MissingSubject::AutoRegister`) and the first slot is framed under it.
+#[cfg(feature = "avro")]
+pub async fn deleted_subject_registered_again<In, Out, A>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    In: serde::Serialize + serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    let order: In = shaped(serde_json::json!({"loaves": 40, "bakery": "canal"}))?;
+    let slot: Out = shaped(serde_json::json!({"loaves": 40, "oven": 2}))?;
+    let (lanes, double) = lanes("bake-orders", "oven-slots", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let orders = format!("{}-value", lanes.requests);
+    let slots = format!("{}-value", lanes.answers);
+    registry.register_avro::<In>(&orders).await?;
+    registry.register_avro::<Out>(&slots).await?;
+    // An operator's cleanup removed the subject while the service was down.
+    double.delete_subject(&slots);
+    assert!(
+        SchemaRegistry::new(double.url())
+            .warm(&slots)
+            .await
+            .is_err()
+    );
+
+    let framed = framed_avro(&registry, &orders, &order).await?;
+    let landed = exchange(app(registry.clone()), &lanes, vec![framed]).await?;
+    let restored = SchemaRegistry::new(double.url()).warm(&slots).await?;
+    assert_eq!(restored.schema_type(), ruststream_kafka::SchemaType::Avro);
+    let answer: Out = read_framed_avro(&registry, &value(&landed[0])?, restored.id()).await?;
+    assert_eq!(answer, slot);
+    Ok(())
+}
+
+/// `kafka_registry_prefetch`: the due-notice subject its owner registered is in the app's
+/// cache as soon as the service runs, before anything is published.
+#[cfg(feature = "avro")]
+pub async fn connect_resolves_the_subject<Out, A>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    Out: ruststream_kafka::avro::AvroSchema,
+{
+    let (lanes, double) = lanes("loans", "due-notices", suffix).await?;
+    let notices = format!("{}-value", lanes.answers);
+    let owner = SchemaRegistry::new(double.url());
+    let id = owner.register_avro::<Out>(&notices).await?;
+    let registry = SchemaRegistry::new(double.url());
+    assert!(registry.cached_subject(&notices).is_none());
+    let tb = TestApp::start_live_within(app(registry.clone()), WITHIN).await?;
+    let resolved = registry
+        .cached_subject(&notices)
+        .ok_or("connect did not resolve the due-notice subject")?;
+    assert_eq!(resolved.id(), id);
+    tb.shutdown().await?;
+    Ok(())
+}
+
+/// `kafka_registry_register`: startup registers the watering-plan subject the service owns
+/// and warms the soil-sample subject its producer owns, registering nothing there.
+pub async fn startup_registers_and_warms<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let (lanes, double) = lanes("soil-samples", "watering-plans", suffix).await?;
+    let samples = format!("{}-value", lanes.requests);
+    let plans = format!("{}-value", lanes.answers);
+    let produced = double.register(
+        &samples,
+        "JSON",
+        r#"{"type":"object","properties":{"bed":{"type":"integer"},"moisture":{"type":"integer"}}}"#,
+    );
+    let registry = SchemaRegistry::new(double.url());
+    let tb = TestApp::start_live_within(app(registry.clone()), WITHIN).await?;
+    let registered = registry
+        .cached_subject(&plans)
+        .ok_or("startup did not register the watering-plan subject")?;
+    assert_eq!(registered.schema_type(), ruststream_kafka::SchemaType::Json);
+    assert!(registered.definition().contains("litres"));
+    let warmed = registry
+        .cached_subject(&samples)
+        .ok_or("startup did not warm the soil-sample subject")?;
+    assert_eq!(warmed.id(), produced);
+    assert_eq!(
+        double.count("POST", &format!("/subjects/{samples}/versions")),
+        0,
+        "warming registers nothing"
+    );
+    tb.shutdown().await?;
+    Ok(())
+}
+
+/// `kafka_third_party_registry`: a boarding pass framed in Avro is read and answered by
+/// `schema_registry_converter` inside the handler; the byte lanes only carry its buffers.
+#[cfg(feature = "avro")]
+pub async fn converter_bytes_carried<In, Out, A>(
+    app: impl FnOnce(String) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    In: serde::Serialize
+        + serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + Send
+        + Sync
+        + 'static,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let boarding: In = shaped(serde_json::json!({"pass": 5150, "deck": "car"}))?;
+    let check: Out = shaped(serde_json::json!({"pass": 5150, "cleared": true}))?;
+    let (lanes, double) = lanes("boardings", "boarding-checks", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let boardings = registry
+        .register_avro::<In>(&format!("{}-value", lanes.requests))
+        .await?;
+    let checks = registry
+        .register_avro::<Out>(&format!("{}-value", lanes.answers))
+        .await?;
+    // The producer frames a bare datum by hand: envelope, id, Avro body.
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&boarding, &mut datum)?;
+    let framed = encode_envelope(boardings, &datum);
+    let landed = exchange(app(double.url()), &lanes, vec![framed]).await?;
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the check is not framed")?;
+    assert_eq!(id, checks);
+    assert_eq!(ruststream_kafka::avro::decode::<Out>(datum)?, check);
+    Ok(())
+}
+
+/// A tour booking as the booking office writes it: its own model of the `tour-bookings`
+/// subject, which it owns.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "TourBooking")]
+struct BookedTour {
+    tour: i64,
+    visitors: i32,
+}
+
+/// `kafka_avro`: an Avro tour booking reaches a JSON handler through the transcoding edge, and
+/// the `SchemaFrame` layer writes its pass as Avro under the pass subject.
+#[cfg(feature = "avro")]
+pub async fn avro_through_the_middleware<Out, A>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    let booking = BookedTour {
+        tour: 31,
+        visitors: 6,
+    };
+    let pass: Out = shaped(serde_json::json!({"tour": 31, "visitors": 6, "gate": "east"}))?;
+    let (lanes, double) = lanes("tour-bookings", "tour-passes", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let bookings = format!("{}-value", lanes.requests);
+    registry.register_avro::<BookedTour>(&bookings).await?;
+    let framed = framed_avro(&registry, &bookings, &booking).await?;
+    let landed = exchange(app(registry.clone()), &lanes, vec![framed]).await?;
+    let passes = registry.warm(&format!("{}-value", lanes.answers)).await?;
+    assert_eq!(passes.schema_type(), ruststream_kafka::SchemaType::Avro);
+    let answer: Out = read_framed_avro(&registry, &value(&landed[0])?, passes.id()).await?;
+    assert_eq!(answer, pass);
+    Ok(())
+}
+
+/// A meter reading as the meters still write it, before the tariff field existed.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "MeterReading")]
+struct FirstMeterReading {
+    meter: String,
+    kwh: f64,
+}
+
+/// `kafka_avro_resolve`: a meter reading written before the tariff field existed is read onto
+/// the service's model, the tariff taken from the model's default; the bill shows it.
+#[cfg(feature = "avro")]
+pub async fn reader_default_fills_the_gap<Out, A>(app: A, suffix: &str) -> Outcome
+where
+    A: App,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let bill: Out = shaped(serde_json::json!({"meter": "M-88", "tariff": "standard"}))?;
+    let (lanes, _double) = lanes("meter-readings", "meter-bills", suffix).await?;
+    let reading = FirstMeterReading {
+        meter: "M-88".to_owned(),
+        kwh: 412.5,
+    };
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&reading, &mut datum)?;
+    let landed = exchange(app, &lanes, vec![datum.to_vec()]).await?;
+    assert_eq!(
+        ruststream_kafka::avro::decode::<Out>(&value(&landed[0])?)?,
+        bill
+    );
+    Ok(())
+}
