@@ -7,7 +7,10 @@
 //! - Registering checks the schema parses (Avro always; Protobuf and JSON when this build can
 //!   parse them) and, against the subject's compatibility level, the versions it must be
 //!   compatible with (the latest one, or all of them for the `_TRANSITIVE` levels). Avro is
-//!   judged by Avro schema resolution; other types are always compatible.
+//!   judged by Avro schema resolution; JSON Schema by the registry's documented content-model
+//!   rules (see [`json_can_read`]: types, enums, properties added or removed against open and
+//!   closed models, newly required properties, nested objects and array items, local `$ref`s);
+//!   Protobuf is always compatible.
 //! - Errors carry the registry's codes: 40401 subject not found, 40402 version not found,
 //!   40403 schema not found, 409 incompatible, 42201 invalid schema, 42203 invalid level.
 //! - Answers are `application/vnd.schemaregistry.v1+json`.
@@ -224,8 +227,20 @@ impl protox::file::FileResolver for OneFile {
     }
 }
 
-/// Whether data written with `writer` can be read with `reader` (Avro schema resolution).
+/// Whether data written with `writer` can be read with `reader` (Avro schema resolution, or
+/// the JSON Schema rules of [`json_can_read`]).
 fn can_read(kind: &str, writer: &str, reader: &str) -> Result<(), String> {
+    if kind == "JSON" {
+        let w: Value = serde_json::from_str(writer).map_err(|e| e.to_string())?;
+        let r: Value = serde_json::from_str(reader).map_err(|e| e.to_string())?;
+        let mut reasons = Vec::new();
+        json_can_read(&Side::new(&w), &Side::new(&r), "#", 0, &mut reasons);
+        return if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(reasons.join(", "))
+        };
+    }
     if kind != "AVRO" {
         return Ok(());
     }
@@ -241,6 +256,174 @@ fn can_read(kind: &str, writer: &str, reader: &str) -> Result<(), String> {
     {
         let _ = (writer, reader);
         Ok(())
+    }
+}
+
+/// One schema document and a node inside it: `$ref`s resolve against the document's root.
+#[derive(Clone, Copy)]
+struct Side<'a> {
+    root: &'a Value,
+    node: &'a Value,
+}
+
+impl<'a> Side<'a> {
+    fn new(root: &'a Value) -> Self {
+        Self { root, node: root }
+    }
+
+    fn at(self, node: &'a Value) -> Self {
+        Self {
+            root: self.root,
+            node,
+        }
+    }
+
+    /// The node with local `$ref`s (`#/...`) followed; a ref that leads nowhere stays as is.
+    fn resolved(self) -> Self {
+        let mut node = self.node;
+        for _ in 0..16 {
+            let Some(pointer) = node
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix('#'))
+            else {
+                break;
+            };
+            match self.root.pointer(pointer) {
+                Some(target) => node = target,
+                None => break,
+            }
+        }
+        self.at(node)
+    }
+
+    /// The `type` keyword as a list; empty when any type goes.
+    fn types(self) -> Vec<&'a str> {
+        match self.node.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn properties(self) -> Option<&'a serde_json::Map<String, Value>> {
+        self.node.get("properties").and_then(Value::as_object)
+    }
+
+    fn required(self, name: &str) -> bool {
+        self.node
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|n| n.as_str() == Some(name)))
+    }
+
+    /// Open unless `additionalProperties` is `false`: undeclared properties are allowed.
+    fn open(self) -> bool {
+        self.node.get("additionalProperties") != Some(&Value::Bool(false))
+    }
+}
+
+/// Whether every document valid under `writer` is read by `reader`, by the rules the
+/// registry documents for JSON Schema; each failure is recorded as the registry's difference
+/// name and the place it was found.
+///
+/// - A type the reader no longer accepts is `TYPE_CHANGED` (`TYPE_NARROWED` if some remain);
+///   `integer` read as `number` is an extension, the other way round a narrowing. Enum values dropped: `ENUM_ARRAY_NARROWED`.
+/// - Objects: closing an open model is `ADDITIONAL_PROPERTIES_REMOVED`; a property added to
+///   an open model is `PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL` (old data may hold anything under
+///   that name); added to a closed model it is fine unless required without a default
+///   (`REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL`); a property removed from a closed
+///   model is `PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL`; an existing property becoming
+///   required is `REQUIRED_ATTRIBUTE_ADDED`. Shared properties and array items are compared
+///   the same way, recursively.
+fn json_can_read(
+    writer: &Side<'_>,
+    reader: &Side<'_>,
+    path: &str,
+    depth: usize,
+    out: &mut Vec<String>,
+) {
+    if depth > 32 {
+        return;
+    }
+    let (writer, reader) = (writer.resolved(), reader.resolved());
+    let (wt, rt) = (writer.types(), reader.types());
+    if !rt.is_empty() {
+        // Fully read, read only in part (a `number` read as `integer`), or not at all.
+        let read = |t: &str| {
+            if rt.contains(&t) || (t == "integer" && rt.contains(&"number")) {
+                2
+            } else if t == "number" && rt.contains(&"integer") {
+                1
+            } else {
+                0
+            }
+        };
+        let reads: Vec<u8> = wt.iter().map(|t| read(t)).collect();
+        if reads.is_empty() || reads.iter().any(|r| *r < 2) {
+            if reads.iter().all(|r| *r == 0) && !reads.is_empty() {
+                out.push(format!("TYPE_CHANGED at {path}"));
+                return;
+            }
+            out.push(format!("TYPE_NARROWED at {path}"));
+        }
+    }
+    if let Some(allowed) = reader.node.get("enum").and_then(Value::as_array) {
+        let narrowed = match writer.node.get("enum").and_then(Value::as_array) {
+            Some(written) => written.iter().any(|v| !allowed.contains(v)),
+            None => true,
+        };
+        if narrowed {
+            out.push(format!("ENUM_ARRAY_NARROWED at {path}"));
+        }
+    }
+    if let (Some(wi), Some(ri)) = (writer.node.get("items"), reader.node.get("items"))
+        && wi.is_object()
+        && ri.is_object()
+    {
+        json_can_read(
+            &writer.at(wi),
+            &reader.at(ri),
+            &format!("{path}/items"),
+            depth + 1,
+            out,
+        );
+    }
+    let (wp, rp) = (writer.properties(), reader.properties());
+    if wp.is_none() && rp.is_none() {
+        return;
+    }
+    let empty = serde_json::Map::new();
+    let (wp, rp) = (wp.unwrap_or(&empty), rp.unwrap_or(&empty));
+    if writer.open() && !reader.open() {
+        out.push(format!("ADDITIONAL_PROPERTIES_REMOVED at {path}"));
+    }
+    for (name, schema) in rp {
+        let at = format!("{path}/properties/{name}");
+        match wp.get(name) {
+            None if writer.open() => {
+                out.push(format!("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at {at}"))
+            }
+            None if reader.required(name) && schema.get("default").is_none() => {
+                out.push(format!(
+                    "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL at {at}"
+                ));
+            }
+            None => {}
+            Some(written) => {
+                if reader.required(name) && !writer.required(name) {
+                    out.push(format!("REQUIRED_ATTRIBUTE_ADDED at {at}"));
+                }
+                json_can_read(&writer.at(written), &reader.at(schema), &at, depth + 1, out);
+            }
+        }
+    }
+    if !reader.open() {
+        for name in wp.keys().filter(|n| !rp.contains_key(*n)) {
+            out.push(format!(
+                "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL at {path}/properties/{name}"
+            ));
+        }
     }
 }
 
