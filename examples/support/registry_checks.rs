@@ -558,3 +558,301 @@ where
     );
     Ok(())
 }
+
+/// The guide's tests share its topics and consumer group: they take turns.
+static GUIDE_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A visit as the front desk writes it today.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "Visit")]
+struct DeskVisit {
+    visit: i64,
+    fee_cents: i64,
+    species: String,
+}
+
+/// A visit as a desk still on the first version of the schema writes it: no species.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "Visit")]
+struct FirstDeskVisit {
+    visit: i64,
+    fee_cents: i64,
+}
+
+/// A receipt model whose fee became text without the registry being asked.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "VisitReceipt")]
+struct TextFeeReceipt {
+    visit: i64,
+    fee_cents: String,
+    species: String,
+}
+
+/// A complaint as the owners' portal files it; the model is closed (no other properties).
+#[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
+#[serde(rename = "Complaint", deny_unknown_fields)]
+struct FiledComplaint {
+    visit: i64,
+    reason: String,
+}
+
+/// The portal's next idea: every complaint must carry a severity.
+#[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
+#[serde(rename = "Complaint", deny_unknown_fields)]
+struct SeverityComplaint {
+    visit: i64,
+    reason: String,
+    severity: u8,
+}
+
+/// What the portal settles on instead: the vet's name, when the owner knows it.
+#[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
+#[serde(rename = "Complaint", deny_unknown_fields)]
+struct NamedVetComplaint {
+    visit: i64,
+    reason: String,
+    vet: Option<String>,
+}
+
+/// The clinic's registry subjects and topics for one run of a guide test.
+#[cfg(feature = "avro")]
+struct Clinic {
+    lanes: Lanes,
+    double: RegistryDouble,
+    registry: SchemaRegistry,
+    visits: String,
+    receipts: String,
+}
+
+#[cfg(feature = "avro")]
+async fn clinic(suffix: &str) -> Outcome<Clinic> {
+    let (lanes, double) = lanes("visits", "visit-receipts", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let visits = format!("{}-value", lanes.requests);
+    let receipts = format!("{}-value", lanes.answers);
+    Ok(Clinic {
+        lanes,
+        double,
+        registry,
+        visits,
+        receipts,
+    })
+}
+
+/// Publishes one framed visit (written as `W`) and answers the receipt it got.
+#[cfg(feature = "avro")]
+async fn receipt_for<W, R, A>(clinic: &Clinic, app: A, visit: &W) -> Outcome<R>
+where
+    A: App,
+    W: serde::Serialize + ruststream_kafka::avro::AvroSchema,
+    R: serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema,
+{
+    let receipts = clinic.registry.register_avro::<R>(&clinic.receipts).await?;
+    clinic.registry.register_avro::<W>(&clinic.visits).await?;
+    let framed = framed_avro(&clinic.registry, &clinic.visits, visit).await?;
+    let landed = exchange(app, &clinic.lanes, vec![framed]).await?;
+    read_framed_avro(&clinic.registry, &value(&landed[0])?, receipts).await
+}
+
+/// `guide/schema_registry`: a visit framed by today's desk gets a receipt framed under the
+/// receipt subject.
+#[cfg(feature = "avro")]
+pub async fn guide_receipt_under_its_subject<R, A>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    R: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    let visit = DeskVisit {
+        visit: 7,
+        fee_cents: 4500,
+        species: "dog".to_owned(),
+    };
+    let app = service(clinic.registry.clone());
+    let receipt: R = receipt_for(&clinic, app, &visit).await?;
+    let expected = shaped(serde_json::json!({"visit": 7, "fee_cents": 4500, "species": "dog"}))?;
+    assert_eq!(receipt, expected);
+    Ok(())
+}
+
+/// `guide/schema_registry`: a visit from a desk on the first schema version has no species;
+/// the service's model fills in its default, and the receipt shows it.
+#[cfg(feature = "avro")]
+pub async fn guide_older_producer_read_with_default<R, A>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    R: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    let visit = FirstDeskVisit {
+        visit: 8,
+        fee_cents: 1900,
+    };
+    let app = service(clinic.registry.clone());
+    let receipt: R = receipt_for(&clinic, app, &visit).await?;
+    let expected =
+        shaped(serde_json::json!({"visit": 8, "fee_cents": 1900, "species": "unknown"}))?;
+    assert_eq!(receipt, expected);
+    Ok(())
+}
+
+/// `guide/schema_registry`: with no receipt subject in the registry the service does not
+/// start, and the error names the subject.
+#[cfg(feature = "avro")]
+pub async fn guide_missing_subject_stops_the_service<A: App>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    let Err(refused) = TestApp::start_live_within(service(clinic.registry.clone()), WITHIN).await
+    else {
+        return Err("the service started without its receipt subject".into());
+    };
+    let text = refused.to_string();
+    assert!(text.contains(&clinic.receipts), "names the subject: {text}");
+    Ok(())
+}
+
+/// `guide/schema_registry`: a receipt subject holding a shape the service's model is not
+/// compatible with stops the service, with the registry's reason in the error.
+#[cfg(feature = "avro")]
+pub async fn guide_incompatible_model_stops_the_service<A: App>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    clinic
+        .registry
+        .register_avro::<TextFeeReceipt>(&clinic.receipts)
+        .await?;
+    let Err(refused) = TestApp::start_live_within(service(clinic.registry.clone()), WITHIN).await
+    else {
+        return Err("the service started with a receipt model its subject refuses".into());
+    };
+    let text = refused.to_string();
+    assert!(text.contains("fee_cents"), "the registry's reason: {text}");
+    Ok(())
+}
+
+/// `guide/schema_registry`: a complaint framed under its JSON Schema subject is read by the
+/// service; then the portal's change that makes a new property required is refused by the
+/// registry (closed model, no default), while an optional addition is accepted.
+#[cfg(feature = "avro")]
+pub async fn guide_json_schema_dispute<R, A>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    R: ruststream_kafka::avro::AvroSchema,
+{
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    let complaints = format!("complaints.{suffix}");
+    live::ensure_topic(&complaints, 1).await?;
+    let subject = format!("{complaints}-value");
+    clinic.registry.register_avro::<R>(&clinic.receipts).await?;
+    let filed = clinic
+        .registry
+        .register_json::<FiledComplaint>(&subject)
+        .await?;
+    let complaint = FiledComplaint {
+        visit: 7,
+        reason: "waited two hours".to_owned(),
+    };
+    let framed = encode_envelope(filed, &serde_json::to_vec(&complaint)?);
+
+    let tb = TestApp::start_live_within(service(clinic.registry.clone()), WITHIN).await?;
+    let kafka = tb.broker::<KafkaBroker>();
+    kafka
+        .message(&Raw(framed))
+        .to(&complaints)
+        .publish()
+        .await?;
+    kafka
+        .subscriber(&complaints)
+        .assert_called_once()
+        .settled(HandlerOutcome::ack());
+    tb.shutdown().await?;
+
+    let refused = clinic
+        .registry
+        .register_json::<SeverityComplaint>(&subject)
+        .await
+        .err()
+        .ok_or("the registry took a required property the filed complaints lack")?
+        .to_string();
+    assert!(
+        refused.contains("REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
+            && refused.contains("severity"),
+        "the registry's reason: {refused}"
+    );
+    let named = clinic
+        .registry
+        .register_json::<NamedVetComplaint>(&subject)
+        .await?;
+    assert_ne!(named, filed, "an optional property is a new version");
+    Ok(())
+}
+
+/// `guide/schema_registry`: the archive reads a bare visit with the schema it pins, no
+/// registry involved.
+#[cfg(feature = "avro")]
+pub async fn guide_archive_reads_with_the_pinned_schema<V, A>(archive: A, suffix: &str) -> Outcome
+where
+    A: App,
+    V: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    use ruststream_kafka::avro::AvroCodec;
+
+    let _turn = GUIDE_TURN.lock().await;
+    let topic = format!("visits-archive.{suffix}");
+    live::ensure_topic(&topic, 1).await?;
+    let visit = DeskVisit {
+        visit: 3,
+        fee_cents: 800,
+        species: "rabbit".to_owned(),
+    };
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&visit, &mut datum)?;
+
+    let tb = TestApp::start_live_within(archive, WITHIN).await?;
+    let kafka = tb.broker::<KafkaBroker>();
+    kafka
+        .message(&Raw(datum.to_vec()))
+        .to(&topic)
+        .publish()
+        .await?;
+    let pinned = AvroCodec::local(V::get_schema())?;
+    let expected: V =
+        shaped(serde_json::json!({"visit": 3, "fee_cents": 800, "species": "rabbit"}))?;
+    kafka
+        .subscriber(&topic)
+        .assert_called_once()
+        .with_codec(&pinned, &expected)
+        .settled(HandlerOutcome::ack());
+    tb.shutdown().await?;
+    Ok(())
+}
