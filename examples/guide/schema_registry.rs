@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 /// from desks still on the first one take the default.
 #[derive(Serialize, Deserialize, AvroSchema, Debug, Clone, PartialEq)]
 struct Visit {
-    visit: i64,
+    chart: i64,
     fee_cents: i64,
     #[avro(default = r#""unknown""#)]
     species: String,
@@ -35,7 +35,7 @@ struct Visit {
 #[derive(Serialize, Deserialize, AvroSchema, Outgoing, Debug, Clone, PartialEq)]
 #[outgoing(name = "visit-receipts.guide-sr")]
 struct VisitReceipt {
-    visit: i64,
+    chart: i64,
     fee_cents: i64,
     species: String,
 }
@@ -45,13 +45,13 @@ struct VisitReceipt {
 #[subscriber(KafkaTopic::new("visits.guide-sr").group("clinic.guide-sr"), reply)]
 async fn issue_receipt(visit: &Visit) -> VisitReceipt {
     tracing::info!(
-        visit.visit,
+        visit.chart,
         visit.fee_cents,
         visit.species,
         "receipt issued"
     );
     VisitReceipt {
-        visit: visit.visit,
+        chart: visit.chart,
         fee_cents: visit.fee_cents,
         species: visit.species.clone(),
     }
@@ -63,17 +63,17 @@ async fn issue_receipt(visit: &Visit) -> VisitReceipt {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 struct Complaint {
-    visit: i64,
+    chart: i64,
     reason: String,
 }
 
 #[subscriber(KafkaTopic::new("complaints.guide-sr").group("clinic.guide-sr"))]
 async fn hear_complaint(complaint: &Complaint) -> HandlerOutcome {
     if complaint.reason.trim().is_empty() {
-        tracing::warn!(complaint.visit, "a complaint without a reason is dropped");
+        tracing::warn!(complaint.chart, "a complaint without a reason is dropped");
         return HandlerOutcome::drop();
     }
-    tracing::info!(complaint.visit, complaint.reason, "complaint heard");
+    tracing::info!(complaint.chart, complaint.reason, "complaint heard");
     HandlerOutcome::ack()
 }
 // --8<-- [end:complaints]
@@ -124,7 +124,7 @@ fn archive() -> impl App {
 
 #[subscriber(KafkaTopic::new("visits-archive.guide-sr").group("clinic-archive.guide-sr"))]
 async fn file_visit(visit: &Visit) -> HandlerOutcome {
-    tracing::info!(visit.visit, "visit archived");
+    tracing::info!(visit.chart, "visit archived");
     HandlerOutcome::ack()
 }
 // --8<-- [end:archive]

@@ -32,6 +32,10 @@ const CHECKS: &str = "boarding-checks.third-party-manual";
 #[wire(decode = as_received)]
 struct Received(Vec<u8>);
 
+#[allow(
+    clippy::unnecessary_wraps,
+    reason = "the shape `#[wire(decode)]` asks for"
+)]
 fn as_received(bytes: &[u8]) -> Result<Received, Infallible> {
     Ok(Received(bytes.to_vec()))
 }

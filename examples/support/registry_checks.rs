@@ -567,7 +567,7 @@ static GUIDE_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 #[derive(serde::Serialize, apache_avro::AvroSchema)]
 #[serde(rename = "Visit")]
 struct DeskVisit {
-    visit: i64,
+    chart: i64,
     fee_cents: i64,
     species: String,
 }
@@ -577,7 +577,7 @@ struct DeskVisit {
 #[derive(serde::Serialize, apache_avro::AvroSchema)]
 #[serde(rename = "Visit")]
 struct FirstDeskVisit {
-    visit: i64,
+    chart: i64,
     fee_cents: i64,
 }
 
@@ -586,7 +586,7 @@ struct FirstDeskVisit {
 #[derive(serde::Serialize, apache_avro::AvroSchema)]
 #[serde(rename = "VisitReceipt")]
 struct TextFeeReceipt {
-    visit: i64,
+    chart: i64,
     fee_cents: String,
     species: String,
 }
@@ -595,7 +595,7 @@ struct TextFeeReceipt {
 #[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
 #[serde(rename = "Complaint", deny_unknown_fields)]
 struct FiledComplaint {
-    visit: i64,
+    chart: i64,
     reason: String,
 }
 
@@ -603,7 +603,7 @@ struct FiledComplaint {
 #[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
 #[serde(rename = "Complaint", deny_unknown_fields)]
 struct SeverityComplaint {
-    visit: i64,
+    chart: i64,
     reason: String,
     severity: u8,
 }
@@ -612,7 +612,7 @@ struct SeverityComplaint {
 #[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
 #[serde(rename = "Complaint", deny_unknown_fields)]
 struct NamedVetComplaint {
-    visit: i64,
+    chart: i64,
     reason: String,
     vet: Option<String>,
 }
@@ -674,13 +674,13 @@ where
     let _turn = GUIDE_TURN.lock().await;
     let clinic = clinic(suffix).await?;
     let visit = DeskVisit {
-        visit: 7,
+        chart: 7,
         fee_cents: 4500,
         species: "dog".to_owned(),
     };
     let app = service(clinic.registry.clone());
     let receipt: R = receipt_for(&clinic, app, &visit).await?;
-    let expected = shaped(serde_json::json!({"visit": 7, "fee_cents": 4500, "species": "dog"}))?;
+    let expected = shaped(serde_json::json!({"chart": 7, "fee_cents": 4500, "species": "dog"}))?;
     assert_eq!(receipt, expected);
     Ok(())
 }
@@ -702,13 +702,13 @@ where
     let _turn = GUIDE_TURN.lock().await;
     let clinic = clinic(suffix).await?;
     let visit = FirstDeskVisit {
-        visit: 8,
+        chart: 8,
         fee_cents: 1900,
     };
     let app = service(clinic.registry.clone());
     let receipt: R = receipt_for(&clinic, app, &visit).await?;
     let expected =
-        shaped(serde_json::json!({"visit": 8, "fee_cents": 1900, "species": "unknown"}))?;
+        shaped(serde_json::json!({"chart": 8, "fee_cents": 1900, "species": "unknown"}))?;
     assert_eq!(receipt, expected);
     Ok(())
 }
@@ -776,7 +776,7 @@ where
         .register_json::<FiledComplaint>(&subject)
         .await?;
     let complaint = FiledComplaint {
-        visit: 7,
+        chart: 7,
         reason: "waited two hours".to_owned(),
     };
     let framed = encode_envelope(filed, &serde_json::to_vec(&complaint)?);
@@ -831,7 +831,7 @@ where
     let topic = format!("visits-archive.{suffix}");
     live::ensure_topic(&topic, 1).await?;
     let visit = DeskVisit {
-        visit: 3,
+        chart: 3,
         fee_cents: 800,
         species: "rabbit".to_owned(),
     };
@@ -847,7 +847,7 @@ where
         .await?;
     let pinned = AvroCodec::local(V::get_schema())?;
     let expected: V =
-        shaped(serde_json::json!({"visit": 3, "fee_cents": 800, "species": "rabbit"}))?;
+        shaped(serde_json::json!({"chart": 3, "fee_cents": 800, "species": "rabbit"}))?;
     kafka
         .subscriber(&topic)
         .assert_called_once()

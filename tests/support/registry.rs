@@ -349,22 +349,15 @@ fn json_can_read(
     let (writer, reader) = (writer.resolved(), reader.resolved());
     let (wt, rt) = (writer.types(), reader.types());
     if !rt.is_empty() {
-        // Fully read, read only in part (a `number` read as `integer`), or not at all.
-        let read = |t: &str| {
-            if rt.contains(&t) || (t == "integer" && rt.contains(&"number")) {
-                2
-            } else if t == "number" && rt.contains(&"integer") {
-                1
-            } else {
-                0
-            }
-        };
-        let reads: Vec<u8> = wt.iter().map(|t| read(t)).collect();
-        if reads.is_empty() || reads.iter().any(|r| *r < 2) {
-            if reads.iter().all(|r| *r == 0) && !reads.is_empty() {
-                out.push(format!("TYPE_CHANGED at {path}"));
-                return;
-            }
+        // Whether the reader takes each written type: wholly, only in part (a `number` read
+        // as `integer`), or not at all.
+        let wholly = |t: &str| rt.contains(&t) || (t == "integer" && rt.contains(&"number"));
+        let partly = |t: &str| t == "number" && rt.contains(&"integer");
+        if !wt.is_empty() && wt.iter().all(|t| !wholly(t) && !partly(t)) {
+            out.push(format!("TYPE_CHANGED at {path}"));
+            return;
+        }
+        if wt.is_empty() || wt.iter().any(|t| !wholly(t)) {
             out.push(format!("TYPE_NARROWED at {path}"));
         }
     }
@@ -402,7 +395,7 @@ fn json_can_read(
         let at = format!("{path}/properties/{name}");
         match wp.get(name) {
             None if writer.open() => {
-                out.push(format!("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at {at}"))
+                out.push(format!("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at {at}"));
             }
             None if reader.required(name) && schema.get("default").is_none() => {
                 out.push(format!(

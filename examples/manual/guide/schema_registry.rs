@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
     schemars(crate = "ruststream::schemars")
 )]
 struct Visit {
-    visit: i64,
+    chart: i64,
     fee_cents: i64,
     #[avro(default = r#""unknown""#)]
     species: String,
@@ -44,7 +44,7 @@ struct Visit {
     schemars(crate = "ruststream::schemars")
 )]
 struct VisitReceipt {
-    visit: i64,
+    chart: i64,
     fee_cents: i64,
     species: String,
 }
@@ -62,7 +62,7 @@ impl MessageHeaders for VisitReceipt {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 struct Complaint {
-    visit: i64,
+    chart: i64,
     reason: String,
 }
 
@@ -76,13 +76,13 @@ impl Handle<Visit, VisitReceipt> for IssueReceipt {
         _ctx: &mut Context<'_>,
     ) -> impl Future<Output = Result<VisitReceipt, HandlerOutcome>> {
         tracing::info!(
-            visit.visit,
+            visit.chart,
             visit.fee_cents,
             visit.species,
             "receipt issued"
         );
         ready(Ok(VisitReceipt {
-            visit: visit.visit,
+            chart: visit.chart,
             fee_cents: visit.fee_cents,
             species: visit.species.clone(),
         }))
@@ -99,10 +99,10 @@ impl Handle<Complaint> for HearComplaint {
         _ctx: &mut Context<'_>,
     ) -> impl Future<Output = Result<(), HandlerOutcome>> {
         if complaint.reason.trim().is_empty() {
-            tracing::warn!(complaint.visit, "a complaint without a reason is dropped");
+            tracing::warn!(complaint.chart, "a complaint without a reason is dropped");
             return ready(Err(HandlerOutcome::drop()));
         }
-        tracing::info!(complaint.visit, complaint.reason, "complaint heard");
+        tracing::info!(complaint.chart, complaint.reason, "complaint heard");
         ready(Ok(()))
     }
 }
@@ -116,7 +116,7 @@ impl Handle<Visit> for FileVisit {
         _outs: &(),
         _ctx: &mut Context<'_>,
     ) -> impl Future<Output = Result<(), HandlerOutcome>> {
-        tracing::info!(visit.visit, "visit archived");
+        tracing::info!(visit.chart, "visit archived");
         ready(Ok(()))
     }
 }
