@@ -624,3 +624,69 @@ mod json_schema_compatibility {
             .unwrap();
     }
 }
+
+/// Protobuf subjects are judged by the registry's message and field rules.
+#[cfg(feature = "protobuf")]
+mod protobuf_compatibility {
+    use super::*;
+
+    const KENNEL: &str = r#"syntax = "proto3";
+package kennel;
+message Stay { string pet = 1; uint32 nights = 2; Owner owner = 3; }
+message Owner { string name = 1; }
+"#;
+
+    async fn evolve(next: &str) -> Result<u32, KafkaError> {
+        let double = RegistryDouble::start().await;
+        double.register("stays-value", "PROTOBUF", KENNEL);
+        SchemaRegistry::new(double.url())
+            .register("stays-value", SchemaType::Protobuf, next.to_owned())
+            .await
+    }
+
+    async fn refused(next: &str, difference: &str) {
+        let text = evolve(next).await.unwrap_err().to_string();
+        assert!(text.contains("409"), "{text}");
+        assert!(text.contains(difference), "expected {difference}: {text}");
+    }
+
+    /// The kennel file with `stay` as the fields of `Stay`, `Owner` unchanged.
+    fn kennel_with(stay: &str) -> String {
+        format!(
+            "syntax = \"proto3\";\npackage kennel;\nmessage Stay {{ {stay} }}\n\
+             message Owner {{ string name = 1; }}\n"
+        )
+    }
+
+    #[tokio::test]
+    async fn fields_may_come_and_go_but_numbers_keep_their_kind() {
+        // A field removed and another added under a fresh number; uint32 read as uint64.
+        evolve(&kennel_with(
+            "string pet = 1; uint64 nights = 2; bool vaccinated = 4;",
+        ))
+        .await
+        .unwrap();
+        refused(
+            &kennel_with("string pet = 1; string nights = 2; Owner owner = 3;"),
+            "FIELD_SCALAR_KIND_CHANGED at kennel.Stay.nights (field 2)",
+        )
+        .await;
+        refused(
+            &kennel_with("string pet = 1; uint32 nights = 2; string owner = 3;"),
+            "FIELD_KIND_CHANGED at kennel.Stay.owner (field 3)",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_removed_message_is_refused() {
+        refused(
+            r#"syntax = "proto3";
+package kennel;
+message Stay { string pet = 1; uint32 nights = 2; }
+"#,
+            "MESSAGE_REMOVED kennel.Owner",
+        )
+        .await;
+    }
+}

@@ -10,7 +10,8 @@
 //!   judged by Avro schema resolution; JSON Schema by the registry's documented content-model
 //!   rules (see [`json_can_read`]: types, enums, properties added or removed against open and
 //!   closed models, newly required properties, nested objects and array items, local `$ref`s);
-//!   Protobuf is always compatible.
+//!   Protobuf (when this build can parse it) by the registry's message and field-kind rules
+//!   (see [`proto_can_read`]), otherwise always compatible.
 //! - Errors carry the registry's codes: 40401 subject not found, 40402 version not found,
 //!   40403 schema not found, 409 incompatible, 42201 invalid schema, 42203 invalid level.
 //! - Answers are `application/vnd.schemaregistry.v1+json`.
@@ -196,20 +197,95 @@ fn identity(kind: &str, text: &str) -> Result<String, Failure> {
         }
         "PROTOBUF" => {
             #[cfg(feature = "protobuf")]
-            {
-                let mut compiler = protox::Compiler::with_file_resolver({
-                    let mut chain = protox::file::ChainFileResolver::new();
-                    chain.add(OneFile(text.to_owned()));
-                    chain.add(protox::file::GoogleFileResolver::new());
-                    chain
-                });
-                compiler
-                    .open_file("double.proto")
-                    .map_err(|e| invalid(e.to_string()))?;
-            }
+            proto_pool(text).map_err(invalid)?;
             Ok(text.trim().to_owned())
         }
         other => Err(invalid(format!("unknown schema type {other}"))),
+    }
+}
+
+/// The messages of one `.proto` text (imports of Google's well-known types allowed).
+#[cfg(feature = "protobuf")]
+fn proto_pool(text: &str) -> Result<prost_reflect::DescriptorPool, String> {
+    let mut compiler = protox::Compiler::with_file_resolver({
+        let mut chain = protox::file::ChainFileResolver::new();
+        chain.add(OneFile(text.to_owned()));
+        chain.add(protox::file::GoogleFileResolver::new());
+        chain
+    });
+    compiler
+        .open_file("double.proto")
+        .map_err(|e| e.to_string())?;
+    Ok(compiler.descriptor_pool())
+}
+
+/// Which scalar kinds read each other's bytes: the same wire encoding and meaning, as the
+/// registry's Protobuf rules group them.
+#[cfg(feature = "protobuf")]
+fn wire_family(kind: &prost_reflect::Kind) -> &'static str {
+    use prost_reflect::Kind;
+    match kind {
+        Kind::Int32 | Kind::Uint32 | Kind::Int64 | Kind::Uint64 | Kind::Bool => "varint",
+        Kind::Sint32 | Kind::Sint64 => "zigzag",
+        Kind::Fixed32 | Kind::Sfixed32 => "fixed32",
+        Kind::Fixed64 | Kind::Sfixed64 => "fixed64",
+        Kind::String | Kind::Bytes => "length-delimited",
+        Kind::Float => "float",
+        Kind::Double => "double",
+        Kind::Message(_) => "message",
+        Kind::Enum(_) => "enum",
+    }
+}
+
+/// Whether data written with the `writer` `.proto` can be read with the `reader` one, by the
+/// registry's Protobuf rules for the cases tests use: a message of the writer missing from the
+/// reader is `MESSAGE_REMOVED`; a field number both use must keep its kind
+/// (`FIELD_KIND_CHANGED` between scalar, message, enum, list and map;
+/// `FIELD_SCALAR_KIND_CHANGED` across wire families; `FIELD_NAMED_TYPE_CHANGED` for another
+/// message or enum type). Removing or adding a field is compatible.
+#[cfg(feature = "protobuf")]
+fn proto_can_read(writer: &str, reader: &str) -> Result<(), String> {
+    use prost_reflect::Kind;
+    let (written, read) = (proto_pool(writer)?, proto_pool(reader)?);
+    let mut out = Vec::new();
+    for message in written.all_messages() {
+        let name = message.full_name();
+        let Some(counterpart) = read.get_message_by_name(name) else {
+            out.push(format!("MESSAGE_REMOVED {name}"));
+            continue;
+        };
+        for field in message.fields() {
+            let Some(other) = counterpart.get_field(field.number()) else {
+                continue;
+            };
+            let at = format!("{name}.{} (field {})", field.name(), field.number());
+            let (was, is) = (field.kind(), other.kind());
+            let difference =
+                if field.is_list() != other.is_list() || field.is_map() != other.is_map() {
+                    Some("FIELD_KIND_CHANGED")
+                } else {
+                    match (&was, &is) {
+                        (Kind::Message(a), Kind::Message(b)) => {
+                            (a.full_name() != b.full_name()).then_some("FIELD_NAMED_TYPE_CHANGED")
+                        }
+                        (Kind::Enum(a), Kind::Enum(b)) => {
+                            (a.full_name() != b.full_name()).then_some("FIELD_NAMED_TYPE_CHANGED")
+                        }
+                        _ if wire_family(&was) == wire_family(&is) => None,
+                        (Kind::Message(_) | Kind::Enum(_), _)
+                        | (_, Kind::Message(_) | Kind::Enum(_)) => Some("FIELD_KIND_CHANGED"),
+                        _ => Some("FIELD_SCALAR_KIND_CHANGED"),
+                    }
+                };
+            if let Some(difference) = difference {
+                out.push(format!("{difference} at {at}"));
+            }
+        }
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out.join(", "))
     }
 }
 
@@ -240,6 +316,10 @@ fn can_read(kind: &str, writer: &str, reader: &str) -> Result<(), String> {
         } else {
             Err(reasons.join(", "))
         };
+    }
+    if kind == "PROTOBUF" {
+        #[cfg(feature = "protobuf")]
+        return proto_can_read(writer, reader);
     }
     if kind != "AVRO" {
         return Ok(());
