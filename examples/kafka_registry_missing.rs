@@ -50,10 +50,10 @@ async fn schedule(order: &BakeOrder) -> OvenSlot {
 
 /// The service over `registry`. It owns the slot subject, so a missing one is put back.
 fn app(registry: SchemaRegistry) -> impl App {
-    let prefetch = SchemaPrefetch::new(registry).on_missing_subject(MissingSubject::AutoRegister);
+    let schemas = SchemaPrefetch::new(registry).on_missing_subject(MissingSubject::AutoRegister);
     let codec =
-        AvroCodec::registry(&prefetch).register::<OvenSlot>("oven-slots.registry-missing-value");
-    let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(prefetch);
+        AvroCodec::registry(&schemas).register::<OvenSlot>("oven-slots.registry-missing-value");
+    let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(schemas);
     let slots = codec.clone();
     RustStream::new(AppInfo::new("ovens", "0.1.0")).with_broker_codec(broker, codec, |b| {
         b.include(schedule)

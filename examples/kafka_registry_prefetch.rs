@@ -48,10 +48,10 @@ async fn lend(loan: &Loan) -> DueNotice {
 
 /// The service over `registry`: connect resolves `due-notices` and checks `DueNotice` fits it.
 fn app(registry: SchemaRegistry) -> impl App {
-    let prefetch = SchemaPrefetch::new(registry).check_compatibility(true);
+    let schemas = SchemaPrefetch::new(registry).check_compatibility(true);
     let codec =
-        AvroCodec::registry(&prefetch).register::<DueNotice>("due-notices.registry-prefetch-value");
-    let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(prefetch);
+        AvroCodec::registry(&schemas).register::<DueNotice>("due-notices.registry-prefetch-value");
+    let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(schemas);
     let notices = codec.clone();
     RustStream::new(AppInfo::new("lending", "0.1.0")).with_broker_codec(broker, codec, |b| {
         b.include(lend).out_reply(Publish::default()).codec(notices);

@@ -74,10 +74,10 @@ impl Converter {
         // The converter builds reqwest clients of its own; with this crate's pure-Rust TLS they
         // need the process-wide rustls provider.
         let _ = rustls_graviola::default_provider().install_default();
-        let settings = SrSettings::new(registry_url);
+        let registry = SrSettings::new(registry_url);
         Self {
-            reader: Arc::new(AvroDecoder::new(settings.clone())),
-            writer: Arc::new(AvroEncoder::new(settings)),
+            reader: Arc::new(AvroDecoder::new(registry.clone())),
+            writer: Arc::new(AvroEncoder::new(registry)),
         }
     }
 
@@ -111,7 +111,7 @@ impl Converter {
 /// What the handler reads from the app state.
 #[derive(Clone, FromRef)]
 struct Terminal {
-    converter: Converter,
+    tools: Converter,
 }
 
 #[subscriber(
@@ -120,13 +120,13 @@ struct Terminal {
 )]
 async fn check(
     received: &Received,
-    State(converter): State<Converter>,
+    State(tools): State<Converter>,
 ) -> Result<Converted, HandlerOutcome> {
-    let boarding = converter.boarding(&received.0).await?;
+    let boarding = tools.boarding(&received.0).await?;
     // Foot passengers and cars board; nobody boards onto the bridge.
     let cleared = boarding.deck != "bridge";
     tracing::info!(boarding.pass, cleared, "boarding pass checked");
-    converter
+    tools
         .framed(BoardingCheck {
             pass: boarding.pass,
             cleared,
@@ -139,7 +139,7 @@ fn app(registry_url: String) -> impl App<State = Terminal> {
     RustStream::new(AppInfo::new("terminal", "0.1.0"))
         .on_startup(async move |()| {
             Ok::<_, Infallible>(Terminal {
-                converter: Converter::new(registry_url),
+                tools: Converter::new(registry_url),
             })
         })
         .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {

@@ -43,7 +43,7 @@ struct VisitReceipt {
 
 // --8<-- [start:handler]
 #[subscriber(KafkaTopic::new("visits.guide-sr").group("clinic.guide-sr"), reply)]
-async fn issue_receipt(visit: &Visit) -> VisitReceipt {
+async fn write_receipt(visit: &Visit) -> VisitReceipt {
     tracing::info!(
         visit.chart,
         visit.fee_cents,
@@ -87,14 +87,18 @@ fn service(registry: SchemaRegistry) -> impl App {
         .register::<VisitReceipt>("visit-receipts.guide-sr-value")
         .resolve_onto(Visit::get_schema())
         .unwrap_or_else(|e| panic!("the visit model is a valid reader schema: {e}"));
-    let json = SchemaFramed::new(&prefetch, JsonCodec);
+    let complaint_codec = SchemaFramed::new(&prefetch, JsonCodec);
     let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(prefetch);
     let receipts = avro.clone();
     RustStream::new(AppInfo::new("clinic", "0.1.0")).with_broker_codec(broker, avro, |b| {
-        b.include(issue_receipt)
+        b.include(write_receipt)
             .out_reply(Publish::default())
             .codec(receipts);
-        b.include_router(Router::new().with_codec(json).include(hear_complaint));
+        b.include_router(
+            Router::new()
+                .with_codec(complaint_codec)
+                .include(hear_complaint),
+        );
     })
 }
 

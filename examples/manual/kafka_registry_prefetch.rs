@@ -74,10 +74,10 @@ fn loans() -> KafkaTopic {
 
 /// The service over `registry`: connect resolves `due-notices` and checks `DueNotice` fits it.
 fn app(registry: SchemaRegistry) -> impl App {
-    let prefetch = SchemaPrefetch::new(registry).check_compatibility(true);
-    let codec = AvroCodec::registry(&prefetch)
+    let schemas = SchemaPrefetch::new(registry).check_compatibility(true);
+    let codec = AvroCodec::registry(&schemas)
         .register::<DueNotice>("due-notices.registry-prefetch-manual-value");
-    let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(prefetch);
+    let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(schemas);
     let notices = codec.clone();
     RustStream::new(AppInfo::new("lending", "0.1.0")).with_broker_codec(broker, codec, |b| {
         b.include(subscriber(loans(), Lend).reply().build())

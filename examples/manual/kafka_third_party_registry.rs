@@ -79,10 +79,10 @@ impl Converter {
         // The converter builds reqwest clients of its own; with this crate's pure-Rust TLS they
         // need the process-wide rustls provider.
         let _ = rustls_graviola::default_provider().install_default();
-        let settings = SrSettings::new(registry_url);
+        let registry = SrSettings::new(registry_url);
         Self {
-            reader: Arc::new(AvroDecoder::new(settings.clone())),
-            writer: Arc::new(AvroEncoder::new(settings)),
+            reader: Arc::new(AvroDecoder::new(registry.clone())),
+            writer: Arc::new(AvroEncoder::new(registry)),
         }
     }
 
@@ -116,7 +116,7 @@ impl Converter {
 /// What the handler reads from the app state.
 #[derive(Clone)]
 struct Terminal {
-    converter: Converter,
+    tools: Converter,
 }
 
 struct Check;
@@ -128,13 +128,13 @@ impl Handle<Received, Converted, (), (), Terminal> for Check {
         _outs: &(),
         ctx: &mut Context<'_, (), Terminal>,
     ) -> impl Future<Output = Result<Converted, HandlerOutcome>> {
-        let converter = ctx.state().converter.clone();
+        let tools = ctx.state().tools.clone();
         async move {
-            let boarding = converter.boarding(&received.0).await?;
+            let boarding = tools.boarding(&received.0).await?;
             // Foot passengers and cars board; nobody boards onto the bridge.
             let cleared = boarding.deck != "bridge";
             tracing::info!(boarding.pass, cleared, "boarding pass checked");
-            converter
+            tools
                 .framed(BoardingCheck {
                     pass: boarding.pass,
                     cleared,
@@ -153,7 +153,7 @@ fn app(registry_url: String) -> impl App<State = Terminal> {
     RustStream::new(AppInfo::new("terminal", "0.1.0"))
         .on_startup(async move |()| {
             Ok::<_, Infallible>(Terminal {
-                converter: Converter::new(registry_url),
+                tools: Converter::new(registry_url),
             })
         })
         .with_broker(KafkaBroker::new([live::bootstrap()]), |b| {

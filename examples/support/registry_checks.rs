@@ -856,3 +856,5 @@ where
     tb.shutdown().await?;
     Ok(())
 }
+
+// --- end of batch B ---

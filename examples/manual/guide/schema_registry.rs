@@ -66,9 +66,9 @@ struct Complaint {
     reason: String,
 }
 
-struct IssueReceipt;
+struct WriteReceipt;
 
-impl Handle<Visit, VisitReceipt> for IssueReceipt {
+impl Handle<Visit, VisitReceipt> for WriteReceipt {
     fn handle(
         &self,
         visit: &Visit,
@@ -141,16 +141,16 @@ fn service(registry: SchemaRegistry) -> impl App {
         .register::<VisitReceipt>("visit-receipts.guide-sr-manual-value")
         .resolve_onto(Visit::get_schema())
         .unwrap_or_else(|e| panic!("the visit model is a valid reader schema: {e}"));
-    let json = SchemaFramed::new(&prefetch, JsonCodec);
+    let complaint_codec = SchemaFramed::new(&prefetch, JsonCodec);
     let broker = KafkaBroker::new([live::bootstrap()]).schema_prefetch(prefetch);
     let receipts = avro.clone();
     RustStream::new(AppInfo::new("clinic", "0.1.0")).with_broker_codec(broker, avro, |b| {
-        b.include(subscriber(visits(), IssueReceipt).reply().build())
+        b.include(subscriber(visits(), WriteReceipt).reply().build())
             .out_reply(Publish::default())
             .codec(receipts);
         b.include_router(
             Router::new()
-                .with_codec(json)
+                .with_codec(complaint_codec)
                 .include(subscriber(complaints(), HearComplaint).build()),
         );
     })
