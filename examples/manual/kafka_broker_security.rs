@@ -176,4 +176,27 @@ mod tests {
             "{refused:?}"
         );
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wrong_password_stops_startup() {
+        let broker = broker().config("sasl.password", "guessed-wrong");
+        let app = RustStream::new(AppInfo::new("ledger", "0.1.0")).with_broker(broker, |b| {
+            b.include(
+                subscriber("payments.manual_kafka_broker_security", Ledger)
+                    .reply()
+                    .build(),
+            );
+        });
+
+        let refused = TestApp::start_live_within(app, Duration::from_secs(30))
+            .await
+            .err()
+            .map(|err| err.to_string());
+        // The broker's refusal reaches the caller; the password itself never does.
+        assert!(
+            matches!(&refused, Some(text) if text.contains("authentication failed")
+                && !text.contains("guessed-wrong")),
+            "{refused:?}"
+        );
+    }
 }

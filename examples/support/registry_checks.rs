@@ -283,6 +283,648 @@ pub async fn bookings_get_framed_tickets<A: App>(
     Ok(())
 }
 
+// --- batch A ---
+
+/// The examples whose two tests share one app (and so one set of topics and one group) take
+/// turns: two members of one group would split the topic between them.
+async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    TURN.lock().await
+}
+
+/// A JSON Schema document with the given required integer property, registered by "another
+/// producer" at the double (the text only has to be a schema; the double does not judge JSON
+/// compatibility).
+fn json_schema_with(property: &str) -> String {
+    serde_json::json!({
+        "type": "object",
+        "properties": { property: { "type": "integer" } },
+        "required": [property],
+    })
+    .to_string()
+}
+
+/// The answer's JSON, or the reason it is not what was published.
+fn json_of(bytes: &[u8]) -> Outcome<serde_json::Value> {
+    Ok(serde_json::from_slice(bytes)?)
+}
+
+/// `kafka_registry_cache`: after two framed loans went through, the registry clone the test
+/// kept holds the loan schema by id (fetched once by the consume edge) and the slip subject
+/// (resolved once by the publish layer).
+pub async fn resolved_schemas_stay_cached<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let (lanes, double) = lanes("loans", "loan-slips", suffix).await?;
+    let loans = double.register(
+        &format!("{}-value", lanes.requests),
+        "JSON",
+        &json_schema_with("book"),
+    );
+    let slips_subject = format!("{}-value", lanes.answers);
+    let slips = double.register(&slips_subject, "JSON", &json_schema_with("due_in_days"));
+    let registry = SchemaRegistry::new(double.url());
+    assert!(registry.cached_schema(loans).is_none());
+    assert!(registry.cached_subject(&slips_subject).is_none());
+
+    let payloads = vec![
+        encode_envelope(loans, br#"{"book":4411,"member":"Ines"}"#),
+        encode_envelope(loans, br#"{"book":9001,"member":"Tomas"}"#),
+    ];
+    let landed = exchange(app(registry.clone()), &lanes, payloads).await?;
+    assert_eq!(landed.len(), 2);
+    for record in &landed {
+        let bytes = value(record)?;
+        let (id, _) = parse_envelope(&bytes).ok_or("a slip is not framed")?;
+        assert_eq!(id, slips);
+    }
+
+    let by_id = registry
+        .cached_schema(loans)
+        .ok_or("the loan schema is not cached")?;
+    assert_eq!(by_id.schema_type(), ruststream_kafka::SchemaType::Json);
+    let by_subject = registry
+        .cached_subject(&slips_subject)
+        .ok_or("the slip subject is not cached")?;
+    assert_eq!(by_subject.id(), slips);
+    // Two records, one question each: the second record found both answers cached.
+    assert_eq!(double.count("GET", &format!("/schemas/ids/{loans}")), 1);
+    assert_eq!(
+        double.count("GET", &format!("/subjects/{slips_subject}/versions/latest")),
+        1
+    );
+    Ok(())
+}
+
+/// `kafka_registry_client`: the app asks nothing at startup; two readings framed under one
+/// schema cost one request, and the test's own clone of the registry then finds the schema
+/// the handler's clone fetched.
+pub async fn clones_share_one_lookup<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let _turn = one_at_a_time().await;
+    let (lanes, double) = lanes("meter-readings", "meter-audit", suffix).await?;
+    let readings = double.register(
+        &format!("{}-value", lanes.requests),
+        "JSON",
+        &json_schema_with("kwh"),
+    );
+    let registry = SchemaRegistry::new(double.url());
+
+    let tb = TestApp::start_live_within(app(registry.clone()), Duration::from_secs(30)).await?;
+    assert_eq!(double.seen(), Vec::new(), "startup asked the registry");
+    let kafka = tb.broker::<KafkaBroker>();
+    for kwh in [12, 15] {
+        let datum = format!(r#"{{"kwh":{kwh}}}"#);
+        kafka
+            .message(&Raw(encode_envelope(readings, datum.as_bytes())))
+            .to(&lanes.requests)
+            .publish()
+            .await?;
+    }
+    kafka.subscriber(&lanes.requests).assert_called(2);
+    tb.shutdown().await?;
+
+    let landed = readback::records_since(
+        &lanes.answers,
+        0,
+        lanes.before,
+        IsolationLevel::ReadCommitted,
+    )
+    .await?;
+    assert_eq!(landed.len(), 2);
+    for record in &landed {
+        assert_eq!(
+            json_of(&value(record)?)?,
+            serde_json::json!({"schema_id": readings, "format": "Json"})
+        );
+    }
+    assert_eq!(double.count("GET", &format!("/schemas/ids/{readings}")), 1);
+    assert_eq!(double.seen().len(), 1, "{:?}", double.seen());
+    let cached = registry
+        .cached_schema(readings)
+        .ok_or("the test's clone does not see the handler's lookup")?;
+    assert_eq!(cached.id(), readings);
+    Ok(())
+}
+
+/// `kafka_registry_client`: with the registry's port closed the app still starts, and an
+/// unframed reading, which needs no schema, is audited.
+pub async fn starts_without_a_registry<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let _turn = one_at_a_time().await;
+    let (lanes, _double) = lanes("meter-readings", "meter-audit", suffix).await?;
+    // A port that was free a moment ago: nothing answers there.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await?
+        .local_addr()?;
+    let registry = SchemaRegistry::new(format!("http://{closed}"));
+    let landed = exchange(app(registry), &lanes, vec![br#"{"kwh":7}"#.to_vec()]).await?;
+    assert_eq!(landed.len(), 1);
+    assert_eq!(
+        json_of(&value(&landed[0])?)?,
+        serde_json::json!({"schema_id": null, "format": "unframed"})
+    );
+    Ok(())
+}
+
+/// `kafka_registry_custom_client`: a packet framed under `packet_id`, an id only the app's
+/// own catalog knows (the double holds nothing), is transcoded and answered with a label.
+#[cfg(feature = "avro")]
+pub async fn catalog_answers_the_transcode<In, A>(app: A, suffix: &str, packet_id: u32) -> Outcome
+where
+    A: App,
+    In: serde::Serialize
+        + serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + Send
+        + Sync
+        + 'static,
+{
+    let packet: In =
+        serde_json::from_value(serde_json::json!({"variety": "Cherokee Purple", "grams": 12}))?;
+    let (lanes, _double) = lanes("seed-packets", "shelf-labels", suffix).await?;
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&packet, &mut datum)?;
+    let framed = encode_envelope(packet_id, &datum);
+    let landed = exchange(app, &lanes, vec![framed]).await?;
+    assert_eq!(landed.len(), 1);
+    assert_eq!(
+        json_of(&value(&landed[0])?)?,
+        serde_json::json!({"shelf": "C", "label": "Cherokee Purple (12 g)"})
+    );
+    Ok(())
+}
+
+/// `kafka_registry_envelope`: an entry framed under old id 31 leaves under new id 931 with
+/// its datum byte for byte.
+pub async fn relay_moves_the_schema_id<A: App>(app: impl FnOnce() -> A, suffix: &str) -> Outcome {
+    let _turn = one_at_a_time().await;
+    let (lanes, _double) = lanes("ledger-entries", "migrated-entries", suffix).await?;
+    let datum = br#"{"account":"4-221","cents":-1250}"#;
+    let landed = exchange(app(), &lanes, vec![encode_envelope(31, datum)]).await?;
+    assert_eq!(landed.len(), 1);
+    assert_eq!(value(&landed[0])?, encode_envelope(931, datum));
+    Ok(())
+}
+
+/// `kafka_registry_envelope`: an entry without the envelope reaches the handler once and is
+/// dropped: nothing is relayed and it does not come back.
+pub async fn unframed_entry_is_dropped<A: App>(app: impl FnOnce() -> A, suffix: &str) -> Outcome {
+    let _turn = one_at_a_time().await;
+    let (lanes, _double) = lanes("ledger-entries", "migrated-entries", suffix).await?;
+    let landed = exchange(
+        app(),
+        &lanes,
+        vec![br#"{"account":"4-221","cents":80}"#.to_vec()],
+    )
+    .await?;
+    assert!(landed.is_empty(), "{} records relayed", landed.len());
+    Ok(())
+}
+
+/// `kafka_registry_framed`: a framed soil reading is answered by a watering plan the
+/// `SchemaFramed` codec frames under the plan subject, which the prefetch resolved at connect.
+pub async fn framed_codec_round_trip<Out, A>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    Out: ruststream_kafka::schema_registry::JsonSchema,
+{
+    let (lanes, double) = lanes("soil-readings", "watering-plans", suffix).await?;
+    let readings = double.register(
+        &format!("{}-value", lanes.requests),
+        "JSON",
+        &json_schema_with("moisture_pct"),
+    );
+    let registry = SchemaRegistry::new(double.url());
+    // The plan's own schema, registered ahead as a deploy step would; connect refuses to
+    // start an app whose codec subject is missing.
+    let plans = registry
+        .register_json::<Out>(&format!("{}-value", lanes.answers))
+        .await?;
+    let reading = encode_envelope(readings, br#"{"bed":3,"moisture_pct":22}"#);
+    let landed = exchange(
+        app(SchemaRegistry::new(double.url())),
+        &lanes,
+        vec![reading],
+    )
+    .await?;
+    assert_eq!(landed.len(), 1);
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the plan is not framed")?;
+    assert_eq!(id, plans);
+    assert_eq!(json_of(datum)?, serde_json::json!({"bed": 3, "litres": 4}));
+    Ok(())
+}
+
+/// `kafka_registry_subject`: a prescription is framed under its record's own subject
+/// (`record`), and the topic's `-value` subject is never asked for.
+pub async fn framed_under_the_record_subject<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+    record: &str,
+) -> Outcome {
+    let (lanes, double) = lanes("checkups", "prescriptions", suffix).await?;
+    let prescriptions = double.register(record, "JSON", &json_schema_with("rest_days"));
+    let checkup = br#"{"patient":"P-118","temperature_tenths":389}"#.to_vec();
+    let landed = exchange(
+        app(SchemaRegistry::new(double.url())),
+        &lanes,
+        vec![checkup],
+    )
+    .await?;
+    assert_eq!(landed.len(), 1);
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the prescription is not framed")?;
+    assert_eq!(id, prescriptions);
+    assert_eq!(
+        json_of(datum)?,
+        serde_json::json!({"patient": "P-118", "rest_days": 3})
+    );
+    assert_eq!(
+        double.count("GET", &format!("/subjects/{record}/versions/latest")),
+        1
+    );
+    let topic_subject = format!("/subjects/{}-value/versions/latest", lanes.answers);
+    assert_eq!(double.count("GET", &topic_subject), 0);
+    Ok(())
+}
+
+// --- end batch A ---
+
+// --- batch C ---
+
+/// The tests of one example share its topics and its group: they take turns.
+static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Registers `proto` under the value subject of `topic`, as that topic's producer would.
+fn register_proto(double: &RegistryDouble, topic: &str, proto: &str) -> u32 {
+    double.register(&format!("{topic}-value"), "PROTOBUF", proto)
+}
+
+/// `message` framed under schema `id` as its file's first message (index path `[0]`, the
+/// single byte 0).
+#[cfg(feature = "protobuf")]
+fn framed_first(id: u32, message: &impl prost::Message) -> Vec<u8> {
+    let mut datum = vec![0];
+    datum.extend(message.encode_to_vec());
+    encode_envelope(id, &datum)
+}
+
+/// A tool loan as the lending desk's clients encode it (`tools.LoanRequest`).
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct LoanRequestWire {
+    #[prost(string, tag = "1")]
+    tool: String,
+    #[prost(uint32, tag = "2")]
+    days: u32,
+}
+
+/// The slip the desk hands back (`tools.LoanSlip`).
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct LoanSlipWire {
+    #[prost(string, tag = "1")]
+    tool: String,
+    #[prost(bool, tag = "2")]
+    deposit: bool,
+}
+
+/// Sends one loan request (`payload`) and reads back the bare slip it got.
+#[cfg(feature = "protobuf")]
+async fn loan_slip_for<A: App>(app: A, suffix: &str, payload: Vec<u8>) -> Outcome<LoanSlipWire> {
+    use prost::Message as _;
+    let _turn = TURNS.lock().await;
+    let (lanes, _double) = lanes("loans", "loan-slips", suffix).await?;
+    let landed = exchange(app, &lanes, vec![payload]).await?;
+    assert_eq!(landed.len(), 1, "one slip per loan");
+    let bytes = value(&landed[0])?;
+    assert!(parse_envelope(&bytes).is_none(), "the slip goes out bare");
+    Ok(LoanSlipWire::decode(bytes.as_slice())?)
+}
+
+/// `kafka_protobuf_plain`: a loan request in the Confluent envelope is read past it.
+#[cfg(feature = "protobuf")]
+pub async fn framed_loan_read<A: App>(app: A, suffix: &str) -> Outcome {
+    let request = LoanRequestWire {
+        tool: "tile saw".into(),
+        days: 10,
+    };
+    // Any schema id will do: nothing here asks the registry.
+    let slip = loan_slip_for(app, suffix, framed_first(4_242, &request)).await?;
+    assert_eq!(
+        slip,
+        LoanSlipWire {
+            tool: "tile saw".into(),
+            deposit: true,
+        }
+    );
+    Ok(())
+}
+
+/// `kafka_protobuf_plain`: a bare loan request (no envelope) is read as it is.
+#[cfg(feature = "protobuf")]
+pub async fn bare_loan_read<A: App>(app: A, suffix: &str) -> Outcome {
+    use prost::Message as _;
+    let request = LoanRequestWire {
+        tool: "hedge trimmer".into(),
+        days: 2,
+    };
+    let slip = loan_slip_for(app, suffix, request.encode_to_vec()).await?;
+    assert_eq!(
+        slip,
+        LoanSlipWire {
+            tool: "hedge trimmer".into(),
+            deposit: false,
+        }
+    );
+    Ok(())
+}
+
+/// What the stock-move subject holds: `StockMove` is its first message.
+pub const STOCK_PROTO: &str = r#"
+syntax = "proto3";
+package dock;
+message StockMove { string sku = 1; int32 units = 2; string bay = 3; }
+"#;
+
+/// A pallet scan as the dock's hand scanners encode it (`dock.PalletScan`).
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct PalletScanWire {
+    #[prost(string, tag = "1")]
+    sku: String,
+    #[prost(uint32, tag = "2")]
+    cases: u32,
+    #[prost(string, tag = "3")]
+    bay: String,
+}
+
+/// A stock movement as the inventory readers decode it.
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct StockMoveWire {
+    #[prost(string, tag = "1")]
+    sku: String,
+    #[prost(int32, tag = "2")]
+    units: i32,
+    #[prost(string, tag = "3")]
+    bay: String,
+}
+
+/// `kafka_protobuf_frame`: the stock move a handler publishes through its slot leaves framed
+/// by the `ProtobufFrame` layer under its subject's id.
+#[cfg(feature = "protobuf")]
+pub async fn slot_publish_framed<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    use prost::Message as _;
+    let (lanes, double) = lanes("pallet-scans", "stock-moves", suffix).await?;
+    let moves = register_proto(&double, &lanes.answers, STOCK_PROTO);
+    let scan = PalletScanWire {
+        sku: "BOLT-M8".into(),
+        cases: 3,
+        bay: "B7".into(),
+    };
+    let landed = exchange(
+        app(SchemaRegistry::new(double.url())),
+        &lanes,
+        vec![scan.encode_to_vec()],
+    )
+    .await?;
+    assert_eq!(landed.len(), 1);
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the stock move is not framed")?;
+    assert_eq!(id, moves, "framed with the subject's schema id");
+    assert_eq!(datum[0], 0, "StockMove is the file's first message");
+    assert_eq!(
+        StockMoveWire::decode(&datum[1..])?,
+        StockMoveWire {
+            sku: "BOLT-M8".into(),
+            units: 3 * 24,
+            bay: "B7".into(),
+        }
+    );
+    Ok(())
+}
+
+/// What the box office's clients register for seat requests.
+pub const SEAT_REQUEST_PROTO: &str = r#"
+syntax = "proto3";
+package cinema;
+message SeatRequest { string screening = 1; uint32 seats = 2; }
+"#;
+
+/// A seat request as a client encodes it.
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct SeatRequestWire {
+    #[prost(string, tag = "1")]
+    screening: String,
+    #[prost(uint32, tag = "2")]
+    seats: u32,
+}
+
+/// A ticket as the ticket printers decode it (`cinema.Ticket`, the example's `TICKET_PROTO`).
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct TicketWire {
+    #[prost(string, tag = "1")]
+    screening: String,
+    #[prost(uint32, tag = "2")]
+    seats: u32,
+    #[prost(bool, tag = "3")]
+    group_rate: bool,
+}
+
+/// `kafka_protobuf_transcode`: a framed Protobuf seat request reaches a JSON handler through
+/// the broker's registry edge, and its ticket leaves as framed Protobuf under the ticket
+/// subject the service registered at startup.
+#[cfg(feature = "protobuf")]
+pub async fn protobuf_seat_request_transcoded<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    use prost::Message as _;
+    let (lanes, double) = lanes("seat-requests", "tickets", suffix).await?;
+    let requests = register_proto(&double, &lanes.requests, SEAT_REQUEST_PROTO);
+    let request = SeatRequestWire {
+        screening: "late-show-4".into(),
+        seats: 6,
+    };
+    let registry = SchemaRegistry::new(double.url());
+    let landed = exchange(
+        app(registry.clone()),
+        &lanes,
+        vec![framed_first(requests, &request)],
+    )
+    .await?;
+    assert_eq!(landed.len(), 1);
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the ticket is not framed")?;
+    let subject = registry.warm(&format!("{}-value", lanes.answers)).await?;
+    assert_eq!(
+        subject.schema_type(),
+        ruststream_kafka::SchemaType::Protobuf
+    );
+    assert_eq!(id, subject.id());
+    assert_eq!(datum[0], 0, "Ticket is the file's first message");
+    assert_eq!(
+        TicketWire::decode(&datum[1..])?,
+        TicketWire {
+            screening: "late-show-4".into(),
+            seats: 6,
+            group_rate: true,
+        }
+    );
+    Ok(())
+}
+
+/// What the parcel and label subjects of the Protobuf guide hold.
+pub const COURIER_PROTO: &str = r#"
+syntax = "proto3";
+package courier;
+message Parcel { string tracking = 1; string address = 2; uint32 grams = 3; }
+message Label { string tracking = 1; string address = 2; string service = 3; }
+"#;
+
+/// A parcel as the depot's sorters encode it.
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct ParcelWire {
+    #[prost(string, tag = "1")]
+    tracking: String,
+    #[prost(string, tag = "2")]
+    address: String,
+    #[prost(uint32, tag = "3")]
+    grams: u32,
+}
+
+/// A label as the printers decode it.
+#[cfg(feature = "protobuf")]
+#[derive(Clone, PartialEq, prost::Message)]
+struct LabelWire {
+    #[prost(string, tag = "1")]
+    tracking: String,
+    #[prost(string, tag = "2")]
+    address: String,
+    #[prost(string, tag = "3")]
+    service: String,
+}
+
+#[cfg(feature = "protobuf")]
+fn parcel(tracking: &str, address: &str, grams: u32) -> ParcelWire {
+    ParcelWire {
+        tracking: tracking.into(),
+        address: address.into(),
+        grams,
+    }
+}
+
+/// Registers the parcel subject, frames `parcel` under it, runs the labelling service over it
+/// and answers the subscriber's settlement check and what reached the label topic.
+#[cfg(feature = "protobuf")]
+async fn label_run<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+    parcel: ParcelWire,
+    label_subject: bool,
+    settled: HandlerOutcome,
+) -> Outcome<(Vec<Record>, u32)> {
+    let _turn = TURNS.lock().await;
+    let (lanes, double) = lanes("parcels", "labels", suffix).await?;
+    let parcels = register_proto(&double, &lanes.requests, COURIER_PROTO);
+    let labels = if label_subject {
+        register_proto(&double, &lanes.answers, COURIER_PROTO)
+    } else {
+        0
+    };
+    let tb = TestApp::start_live_within(
+        app(SchemaRegistry::new(double.url())),
+        Duration::from_secs(30),
+    )
+    .await?;
+    let kafka = tb.broker::<KafkaBroker>();
+    kafka
+        .message(&Raw(framed_first(parcels, &parcel)))
+        .to(&lanes.requests)
+        .publish()
+        .await?;
+    kafka
+        .subscriber(&lanes.requests)
+        .assert_called_once()
+        .settled(settled);
+    tb.shutdown().await?;
+    let records = readback::records_since(
+        &lanes.answers,
+        0,
+        lanes.before,
+        IsolationLevel::ReadCommitted,
+    )
+    .await?;
+    Ok((records, labels))
+}
+
+/// `guide/protobuf`: a parcel with no address is dropped and prints no label.
+#[cfg(feature = "protobuf")]
+pub async fn parcel_without_address_dropped<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let parcel = parcel("CR-1001", "", 800);
+    let (landed, _) = label_run(app, suffix, parcel, true, HandlerOutcome::drop()).await?;
+    assert!(landed.is_empty(), "no label for a parcel going nowhere");
+    Ok(())
+}
+
+/// `guide/protobuf`: a parcel's label leaves framed as `courier.Label` under the label
+/// subject's id.
+#[cfg(feature = "protobuf")]
+pub async fn label_framed_under_subject<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    use prost::Message as _;
+    let parcel = parcel("CR-1002", "4 Quay Street", 2_500);
+    let (landed, labels) = label_run(app, suffix, parcel, true, HandlerOutcome::ack()).await?;
+    assert_eq!(landed.len(), 1);
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the label is not framed")?;
+    assert_eq!(id, labels);
+    assert_eq!(&datum[..2], &[2, 2], "Label is message [1] of the file");
+    assert_eq!(
+        LabelWire::decode(&datum[2..])?,
+        LabelWire {
+            tracking: "CR-1002".into(),
+            address: "4 Quay Street".into(),
+            service: "heavy".into(),
+        }
+    );
+    Ok(())
+}
+
+/// `guide/protobuf`: with no schema under the label subject the policy refuses the label, the
+/// handler's parcel settles as a retry, and nothing reaches the label topic.
+#[cfg(feature = "protobuf")]
+pub async fn label_without_subject_unpublished<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let parcel = parcel("CR-1003", "9 Mill Lane", 300);
+    let (landed, _) = label_run(app, suffix, parcel, false, HandlerOutcome::retry()).await?;
+    assert!(landed.is_empty(), "an unframed label must not go out");
+    Ok(())
+}
+
 // --- batch B ---
 
 /// How long a live test waits for the service to react.

@@ -1,0 +1,172 @@
+//! The claims intake of `examples/guide/production.rs` without macros: the handler is a type
+//! implementing `Handle`, the subscription and its reply are built by hand, the message types
+//! name their topics through `OutgoingDestination`, and `main` runs the command line itself.
+//! The cluster settings are the same: `SASL_SSL` with SCRAM, `acks=all`, idempotence, bounded
+//! connect and flush.
+//!
+//! ```text
+//! CLAIMS_KAFKA_SERVERS=kafka-1.internal:9096 CLAIMS_KAFKA_USER=claims-intake \
+//!     CLAIMS_KAFKA_PASSWORD=... \
+//!     cargo run --example manual_guide_production --features ssl,testing -- run
+//! cargo test --example manual_guide_production --features testing,ssl
+//! ```
+
+use std::future::{Future, ready};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ruststream::runtime::cli::run_main;
+use serde::{Deserialize, Serialize};
+
+use ruststream_kafka::prelude::*;
+
+/// What a deployment tells the service about its cluster.
+struct Deployment {
+    servers: String,
+    user: String,
+    password: String,
+    /// A PEM file with the cluster's CA, or `probe` for the system's trust store.
+    ca: String,
+}
+
+impl Deployment {
+    /// Reads `CLAIMS_KAFKA_*`; a missing CA file means the system's trust store.
+    fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).unwrap_or_default();
+        let ca = std::env::var("CLAIMS_KAFKA_CA").unwrap_or_else(|_| "probe".to_owned());
+        Self {
+            servers: var("CLAIMS_KAFKA_SERVERS"),
+            user: var("CLAIMS_KAFKA_USER"),
+            password: var("CLAIMS_KAFKA_PASSWORD"),
+            ca,
+        }
+    }
+}
+
+fn broker(deployment: Deployment) -> KafkaBroker {
+    KafkaBroker::new([deployment.servers])
+        .default_group("claims-intake-manual")
+        // Encrypted and authenticated: TLS checked against the CA, then a SCRAM login.
+        .config("security.protocol", "SASL_SSL")
+        .config("ssl.ca.location", deployment.ca)
+        .config("sasl.mechanism", "SCRAM-SHA-512")
+        .config("sasl.username", deployment.user)
+        .config("sasl.password", deployment.password)
+        // An acknowledgement survives a broker loss; a retried send is never written twice.
+        .producer_config("acks", "all")
+        .producer_config("enable.idempotence", "true")
+        .connect_timeout(Duration::from_secs(15))
+        .flush_timeout(Duration::from_secs(30))
+}
+
+/// A claim filed by a policy holder.
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct Claim {
+    policy: String,
+    cents: u64,
+}
+
+impl OutgoingDestination for Claim {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "claims.manual_guide_production";
+}
+
+impl MessageHeaders for Claim {
+    type Contract = NoHeaders;
+}
+
+/// The intake's answer: the claim is on file, with a reference to quote.
+#[derive(Serialize, Deserialize, Debug, PartialEq)]
+#[cfg_attr(
+    feature = "asyncapi",
+    derive(ruststream::schemars::JsonSchema),
+    schemars(crate = "ruststream::schemars")
+)]
+struct ClaimReceipt {
+    policy: String,
+    reference: String,
+}
+
+impl OutgoingDestination for ClaimReceipt {
+    type Form = FixedName;
+    const DESTINATION: &'static str = "claim-receipts.manual_guide_production";
+}
+
+impl MessageHeaders for ClaimReceipt {
+    type Contract = NoHeaders;
+}
+
+struct FileClaim;
+
+impl Handle<Claim, ClaimReceipt> for FileClaim {
+    fn handle(
+        &self,
+        claim: &Claim,
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<ClaimReceipt, HandlerOutcome>> {
+        tracing::info!(claim.policy, claim.cents, "claim filed");
+        ready(Ok(ClaimReceipt {
+            policy: claim.policy.clone(),
+            reference: format!("CLM-{}", claim.policy),
+        }))
+    }
+}
+
+fn claims() -> KafkaTopic {
+    KafkaTopic::new("claims.manual_guide_production").commit(Commit::Tracked)
+}
+
+fn service(broker: KafkaBroker) -> impl App {
+    RustStream::new(AppInfo::new("claims-intake", "0.1.0")).with_broker(broker, |b| {
+        // A receipt that cannot be queued within 5 s fails the claim, which comes back.
+        b.include(subscriber(claims(), FileClaim).reply().build())
+            .out_reply(Publish::default().queue_timeout(Duration::from_secs(5)));
+    })
+}
+
+fn main() -> ExitCode {
+    run_main(|| service(broker(Deployment::from_env())))
+}
+
+#[cfg(test)]
+#[path = "../../support/production_checks.rs"]
+mod checks;
+
+#[cfg(test)]
+mod tests {
+    use super::{Deployment, broker, service};
+
+    /// A deployment as the orchestrator would describe it; nothing here is dialled.
+    fn deployment() -> Deployment {
+        Deployment {
+            servers: "kafka-1.claims.internal:9096".to_owned(),
+            user: "claims-intake".to_owned(),
+            password: "n0t-a-real-secret".to_owned(),
+            ca: "probe".to_owned(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_secured_configuration_files_a_claim_in_process()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let app = service(broker(deployment()));
+        super::checks::claim_filed_in_process(
+            app,
+            "claims.manual_guide_production",
+            "claim-receipts.manual_guide_production",
+        )
+        .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_misspelt_security_protocol_stops_the_start() {
+        let misspelt = broker(deployment()).config("security.protocol", "SASL_TLS");
+        super::checks::misspelt_protocol_refused(service(misspelt)).await;
+    }
+}
