@@ -465,3 +465,228 @@ async fn independent_avro_frames_decode_with_ours_resolved_onto_a_reader() {
             .is_err()
     );
 }
+
+/// JSON Schema subjects are judged by the registry's content-model rules: the double refuses
+/// what a Confluent registry refuses, naming the difference and where it is.
+mod json_schema_compatibility {
+    use super::*;
+
+    const OPEN: &str = r#"{"type":"object","properties":{
+        "ward":{"type":"string"},"beds":{"type":"integer"}},"required":["ward"]}"#;
+    const CLOSED: &str = r#"{"type":"object","additionalProperties":false,"properties":{
+        "ward":{"type":"string"},"beds":{"type":"integer"}},"required":["ward"]}"#;
+
+    /// Registers `first`, then tries `next` under the same subject (BACKWARD, the default).
+    async fn evolve(first: &str, next: &str) -> Result<u32, KafkaError> {
+        let double = RegistryDouble::start().await;
+        double.register("wards-value", "JSON", first);
+        SchemaRegistry::new(double.url())
+            .register("wards-value", SchemaType::Json, next.to_owned())
+            .await
+    }
+
+    async fn refused(first: &str, next: &str, difference: &str) {
+        let err = evolve(first, next).await.unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("409"), "{text}");
+        assert!(text.contains(difference), "expected {difference}: {text}");
+    }
+
+    async fn accepted(first: &str, next: &str) {
+        evolve(first, next).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_open_model_takes_removals_but_not_additions() {
+        refused(
+            OPEN,
+            r#"{"type":"object","properties":{"ward":{"type":"string"},
+                "beds":{"type":"integer"},"floor":{"type":"integer"}},"required":["ward"]}"#,
+            "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at #/properties/floor",
+        )
+        .await;
+        accepted(
+            OPEN,
+            r#"{"type":"object","properties":{"ward":{"type":"string"}},"required":["ward"]}"#,
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_closed_model_takes_optional_additions_but_not_required_ones_or_removals() {
+        accepted(
+            CLOSED,
+            r#"{"type":"object","additionalProperties":false,"properties":{
+                "ward":{"type":"string"},"beds":{"type":"integer"},
+                "floor":{"type":["integer","null"]}},"required":["ward"]}"#,
+        )
+        .await;
+        refused(
+            CLOSED,
+            r#"{"type":"object","additionalProperties":false,"properties":{
+                "ward":{"type":"string"},"beds":{"type":"integer"},
+                "floor":{"type":"integer"}},"required":["ward","floor"]}"#,
+            "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL at #/properties/floor",
+        )
+        .await;
+        accepted(
+            CLOSED,
+            r#"{"type":"object","additionalProperties":false,"properties":{
+                "ward":{"type":"string"},"beds":{"type":"integer"},
+                "floor":{"type":"integer","default":0}},"required":["ward","floor"]}"#,
+        )
+        .await;
+        refused(
+            CLOSED,
+            r#"{"type":"object","additionalProperties":false,"properties":{
+                "ward":{"type":"string"}},"required":["ward"]}"#,
+            "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL at #/properties/beds",
+        )
+        .await;
+        refused(OPEN, CLOSED, "ADDITIONAL_PROPERTIES_REMOVED at #").await;
+        accepted(CLOSED, OPEN).await;
+    }
+
+    #[tokio::test]
+    async fn types_may_widen_but_not_change_or_narrow() {
+        refused(
+            OPEN,
+            r#"{"type":"object","properties":{"ward":{"type":"integer"},
+                "beds":{"type":"integer"}},"required":["ward"]}"#,
+            "TYPE_CHANGED at #/properties/ward",
+        )
+        .await;
+        let widened = r#"{"type":"object","properties":{"ward":{"type":"string"},
+                "beds":{"type":"number"}},"required":["ward"]}"#;
+        accepted(OPEN, widened).await;
+        refused(widened, OPEN, "TYPE_NARROWED at #/properties/beds").await;
+        refused(
+            OPEN,
+            r#"{"type":"object","properties":{"ward":{"type":"string"},
+                "beds":{"type":"integer"}},"required":["ward","beds"]}"#,
+            "REQUIRED_ATTRIBUTE_ADDED at #/properties/beds",
+        )
+        .await;
+        refused(
+            r#"{"type":"string","enum":["north","south"]}"#,
+            r#"{"type":"string","enum":["north"]}"#,
+            "ENUM_ARRAY_NARROWED at #",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn nested_objects_and_items_are_compared_through_their_refs() {
+        let first = r##"{"type":"object","properties":{
+            "rounds":{"type":"array","items":{"$ref":"#/$defs/Round"}}},
+            "$defs":{"Round":{"type":"object","properties":{"hour":{"type":"integer"}}}}}"##;
+        let changed = r##"{"type":"object","properties":{
+            "rounds":{"type":"array","items":{"$ref":"#/$defs/Round"}}},
+            "$defs":{"Round":{"type":"object","properties":{"hour":{"type":"string"}}}}}"##;
+        refused(
+            first,
+            changed,
+            "TYPE_CHANGED at #/properties/rounds/items/properties/hour",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn the_level_decides_which_direction_counts() {
+        let added = r#"{"type":"object","properties":{"ward":{"type":"string"},
+            "beds":{"type":"integer"},"floor":{"type":"integer"}},"required":["ward"]}"#;
+        let double = RegistryDouble::start().await;
+        let registry = SchemaRegistry::new(double.url());
+        double.register("wards-value", "JSON", OPEN);
+        // FORWARD: the old schema reads the new data; an open model ignores the extra property.
+        double.set_level(Some("wards-value"), "FORWARD");
+        assert_eq!(
+            registry
+                .is_compatible("wards-value", SchemaType::Json, added.to_owned())
+                .await
+                .unwrap(),
+            Some(true)
+        );
+        double.set_level(Some("wards-value"), "FULL");
+        let err = registry
+            .is_compatible("wards-value", SchemaType::Json, added.to_owned())
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"),
+            "{err}"
+        );
+        double.set_level(Some("wards-value"), "NONE");
+        registry
+            .register("wards-value", SchemaType::Json, added.to_owned())
+            .await
+            .unwrap();
+    }
+}
+
+/// Protobuf subjects are judged by the registry's message and field rules.
+#[cfg(feature = "protobuf")]
+mod protobuf_compatibility {
+    use super::*;
+
+    const KENNEL: &str = r#"syntax = "proto3";
+package kennel;
+message Stay { string pet = 1; uint32 nights = 2; Owner owner = 3; }
+message Owner { string name = 1; }
+"#;
+
+    async fn evolve(next: &str) -> Result<u32, KafkaError> {
+        let double = RegistryDouble::start().await;
+        double.register("stays-value", "PROTOBUF", KENNEL);
+        SchemaRegistry::new(double.url())
+            .register("stays-value", SchemaType::Protobuf, next.to_owned())
+            .await
+    }
+
+    async fn refused(next: &str, difference: &str) {
+        let text = evolve(next).await.unwrap_err().to_string();
+        assert!(text.contains("409"), "{text}");
+        assert!(text.contains(difference), "expected {difference}: {text}");
+    }
+
+    /// The kennel file with `stay` as the fields of `Stay`, `Owner` unchanged.
+    fn kennel_with(stay: &str) -> String {
+        format!(
+            "syntax = \"proto3\";\npackage kennel;\nmessage Stay {{ {stay} }}\n\
+             message Owner {{ string name = 1; }}\n"
+        )
+    }
+
+    #[tokio::test]
+    async fn fields_may_come_and_go_but_numbers_keep_their_kind() {
+        // A field removed and another added under a fresh number; uint32 read as uint64.
+        evolve(&kennel_with(
+            "string pet = 1; uint64 nights = 2; bool vaccinated = 4;",
+        ))
+        .await
+        .unwrap();
+        refused(
+            &kennel_with("string pet = 1; string nights = 2; Owner owner = 3;"),
+            "FIELD_SCALAR_KIND_CHANGED at kennel.Stay.nights (field 2)",
+        )
+        .await;
+        refused(
+            &kennel_with("string pet = 1; uint32 nights = 2; string owner = 3;"),
+            "FIELD_KIND_CHANGED at kennel.Stay.owner (field 3)",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_removed_message_is_refused() {
+        refused(
+            r#"syntax = "proto3";
+package kennel;
+message Stay { string pet = 1; uint32 nights = 2; }
+"#,
+            "MESSAGE_REMOVED kennel.Owner",
+        )
+        .await;
+    }
+}

@@ -924,3 +924,579 @@ pub async fn label_without_subject_unpublished<A: App>(
     assert!(landed.is_empty(), "an unframed label must not go out");
     Ok(())
 }
+
+// --- batch B ---
+
+/// How long a live test waits for the service to react.
+const WITHIN: Duration = Duration::from_secs(30);
+
+/// A value built from JSON, for the checks that only know their example's types generically.
+fn shaped<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Outcome<T> {
+    Ok(serde_json::from_value(value)?)
+}
+
+/// Frames `value` the way a producer with its own registry codec would: the subject's latest
+/// schema, its id in the envelope.
+#[cfg(feature = "avro")]
+async fn framed_avro<T>(registry: &SchemaRegistry, subject: &str, value: &T) -> Outcome<Vec<u8>>
+where
+    T: serde::Serialize + ruststream_kafka::avro::AvroSchema,
+{
+    use ruststream_kafka::SchemaPrefetch;
+    use ruststream_kafka::avro::AvroCodec;
+
+    registry.warm(subject).await?;
+    let producer = SchemaPrefetch::new(registry.clone());
+    let codec = AvroCodec::registry(&producer).register::<T>(subject.to_owned());
+    Ok(codec.encode(value)?.to_vec())
+}
+
+/// Reads a framed Avro answer with the registry's schema for its id, checking that id.
+#[cfg(feature = "avro")]
+async fn read_framed_avro<T>(
+    registry: &SchemaRegistry,
+    bytes: &[u8],
+    expected_id: u32,
+) -> Outcome<T>
+where
+    T: serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema,
+{
+    use ruststream_kafka::SchemaPrefetch;
+    use ruststream_kafka::avro::AvroCodec;
+
+    let (id, _) = parse_envelope(bytes).ok_or("the answer is not framed")?;
+    assert_eq!(
+        id, expected_id,
+        "the answer is framed under its subject's schema"
+    );
+    registry.schema_by_id(id).await?;
+    let reader = AvroCodec::registry(&SchemaPrefetch::new(registry.clone()));
+    Ok(reader.decode::<T>(bytes)?)
+}
+
+/// `kafka_registry_missing`: the oven-slot subject was deleted before startup; connect puts
+/// the app's schema back (`MissingSubject::AutoRegister`) and the first slot is framed under it.
+#[cfg(feature = "avro")]
+pub async fn deleted_subject_registered_again<In, Out, A>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    In: serde::Serialize + serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    let order: In = shaped(serde_json::json!({"loaves": 40, "bakery": "canal"}))?;
+    let slot: Out = shaped(serde_json::json!({"loaves": 40, "oven": 2}))?;
+    let (lanes, double) = lanes("bake-orders", "oven-slots", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let orders = format!("{}-value", lanes.requests);
+    let slots = format!("{}-value", lanes.answers);
+    registry.register_avro::<In>(&orders).await?;
+    registry.register_avro::<Out>(&slots).await?;
+    // An operator's cleanup removed the subject while the service was down.
+    double.delete_subject(&slots);
+    assert!(
+        SchemaRegistry::new(double.url())
+            .warm(&slots)
+            .await
+            .is_err()
+    );
+
+    let framed = framed_avro(&registry, &orders, &order).await?;
+    let landed = exchange(app(registry.clone()), &lanes, vec![framed]).await?;
+    let restored = SchemaRegistry::new(double.url()).warm(&slots).await?;
+    assert_eq!(restored.schema_type(), ruststream_kafka::SchemaType::Avro);
+    let answer: Out = read_framed_avro(&registry, &value(&landed[0])?, restored.id()).await?;
+    assert_eq!(answer, slot);
+    Ok(())
+}
+
+/// `kafka_registry_prefetch`: the due-notice subject its owner registered is in the app's
+/// cache as soon as the service runs, before anything is published.
+#[cfg(feature = "avro")]
+pub async fn connect_resolves_the_subject<Out, A>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    Out: ruststream_kafka::avro::AvroSchema,
+{
+    let (lanes, double) = lanes("loans", "due-notices", suffix).await?;
+    let notices = format!("{}-value", lanes.answers);
+    let owner = SchemaRegistry::new(double.url());
+    let id = owner.register_avro::<Out>(&notices).await?;
+    let registry = SchemaRegistry::new(double.url());
+    assert!(registry.cached_subject(&notices).is_none());
+    let tb = TestApp::start_live_within(app(registry.clone()), WITHIN).await?;
+    let resolved = registry
+        .cached_subject(&notices)
+        .ok_or("connect did not resolve the due-notice subject")?;
+    assert_eq!(resolved.id(), id);
+    tb.shutdown().await?;
+    Ok(())
+}
+
+/// `kafka_registry_register`: startup registers the watering-plan subject the service owns
+/// and warms the soil-sample subject its producer owns, registering nothing there.
+pub async fn startup_registers_and_warms<A: App>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let (lanes, double) = lanes("soil-samples", "watering-plans", suffix).await?;
+    let samples = format!("{}-value", lanes.requests);
+    let plans = format!("{}-value", lanes.answers);
+    let produced = double.register(
+        &samples,
+        "JSON",
+        r#"{"type":"object","properties":{"bed":{"type":"integer"},"moisture":{"type":"integer"}}}"#,
+    );
+    let registry = SchemaRegistry::new(double.url());
+    let tb = TestApp::start_live_within(app(registry.clone()), WITHIN).await?;
+    let registered = registry
+        .cached_subject(&plans)
+        .ok_or("startup did not register the watering-plan subject")?;
+    assert_eq!(registered.schema_type(), ruststream_kafka::SchemaType::Json);
+    assert!(registered.definition().contains("litres"));
+    let warmed = registry
+        .cached_subject(&samples)
+        .ok_or("startup did not warm the soil-sample subject")?;
+    assert_eq!(warmed.id(), produced);
+    assert_eq!(
+        double.count("POST", &format!("/subjects/{samples}/versions")),
+        0,
+        "warming registers nothing"
+    );
+    tb.shutdown().await?;
+    Ok(())
+}
+
+/// `kafka_third_party_registry`: a boarding pass framed in Avro is read and answered by
+/// `schema_registry_converter` inside the handler; the byte lanes only carry its buffers.
+#[cfg(feature = "avro")]
+pub async fn converter_bytes_carried<In, Out, A>(
+    app: impl FnOnce(String) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    In: serde::Serialize
+        + serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + Send
+        + Sync
+        + 'static,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let boarding: In = shaped(serde_json::json!({"pass": 5150, "deck": "car"}))?;
+    let check: Out = shaped(serde_json::json!({"pass": 5150, "cleared": true}))?;
+    let (lanes, double) = lanes("boardings", "boarding-checks", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let boardings = registry
+        .register_avro::<In>(&format!("{}-value", lanes.requests))
+        .await?;
+    let checks = registry
+        .register_avro::<Out>(&format!("{}-value", lanes.answers))
+        .await?;
+    // The producer frames a bare datum by hand: envelope, id, Avro body.
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&boarding, &mut datum)?;
+    let framed = encode_envelope(boardings, &datum);
+    let landed = exchange(app(double.url()), &lanes, vec![framed]).await?;
+    let bytes = value(&landed[0])?;
+    let (id, datum) = parse_envelope(&bytes).ok_or("the check is not framed")?;
+    assert_eq!(id, checks);
+    assert_eq!(ruststream_kafka::avro::decode::<Out>(datum)?, check);
+    Ok(())
+}
+
+/// A tour booking as the booking office writes it: its own model of the `tour-bookings`
+/// subject, which it owns.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "TourBooking")]
+struct BookedTour {
+    tour: i64,
+    visitors: i32,
+}
+
+/// `kafka_avro`: an Avro tour booking reaches a JSON handler through the transcoding edge, and
+/// the `SchemaFrame` layer writes its pass as Avro under the pass subject.
+#[cfg(feature = "avro")]
+pub async fn avro_through_the_middleware<Out, A>(
+    app: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    let booking = BookedTour {
+        tour: 31,
+        visitors: 6,
+    };
+    let pass: Out = shaped(serde_json::json!({"tour": 31, "visitors": 6, "gate": "east"}))?;
+    let (lanes, double) = lanes("tour-bookings", "tour-passes", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let bookings = format!("{}-value", lanes.requests);
+    registry.register_avro::<BookedTour>(&bookings).await?;
+    let framed = framed_avro(&registry, &bookings, &booking).await?;
+    let landed = exchange(app(registry.clone()), &lanes, vec![framed]).await?;
+    let passes = registry.warm(&format!("{}-value", lanes.answers)).await?;
+    assert_eq!(passes.schema_type(), ruststream_kafka::SchemaType::Avro);
+    let answer: Out = read_framed_avro(&registry, &value(&landed[0])?, passes.id()).await?;
+    assert_eq!(answer, pass);
+    Ok(())
+}
+
+/// A meter reading as the meters still write it, before the tariff field existed.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "MeterReading")]
+struct FirstMeterReading {
+    meter: String,
+    kwh: f64,
+}
+
+/// `kafka_avro_resolve`: a meter reading written before the tariff field existed is read onto
+/// the service's model, the tariff taken from the model's default; the bill shows it.
+#[cfg(feature = "avro")]
+pub async fn reader_default_fills_the_gap<Out, A>(app: A, suffix: &str) -> Outcome
+where
+    A: App,
+    Out: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let bill: Out = shaped(serde_json::json!({"meter": "M-88", "tariff": "standard"}))?;
+    let (lanes, _double) = lanes("meter-readings", "meter-bills", suffix).await?;
+    let reading = FirstMeterReading {
+        meter: "M-88".to_owned(),
+        kwh: 412.5,
+    };
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&reading, &mut datum)?;
+    let landed = exchange(app, &lanes, vec![datum.to_vec()]).await?;
+    assert_eq!(
+        ruststream_kafka::avro::decode::<Out>(&value(&landed[0])?)?,
+        bill
+    );
+    Ok(())
+}
+
+/// The guide's tests share its topics and consumer group: they take turns.
+static GUIDE_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A visit as the front desk writes it today.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "Visit")]
+struct DeskVisit {
+    chart: i64,
+    fee_cents: i64,
+    species: String,
+}
+
+/// A visit as a desk still on the first version of the schema writes it: no species.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "Visit")]
+struct FirstDeskVisit {
+    chart: i64,
+    fee_cents: i64,
+}
+
+/// A receipt model whose fee became text without the registry being asked.
+#[cfg(feature = "avro")]
+#[derive(serde::Serialize, apache_avro::AvroSchema)]
+#[serde(rename = "VisitReceipt")]
+struct TextFeeReceipt {
+    chart: i64,
+    fee_cents: String,
+    species: String,
+}
+
+/// A complaint as the owners' portal files it; the model is closed (no other properties).
+#[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
+#[serde(rename = "Complaint", deny_unknown_fields)]
+struct FiledComplaint {
+    chart: i64,
+    reason: String,
+}
+
+/// The portal's next idea: every complaint must carry a severity.
+#[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
+#[serde(rename = "Complaint", deny_unknown_fields)]
+struct SeverityComplaint {
+    chart: i64,
+    reason: String,
+    severity: u8,
+}
+
+/// What the portal settles on instead: the vet's name, when the owner knows it.
+#[derive(serde::Serialize, ruststream_kafka::schema_registry::JsonSchema)]
+#[serde(rename = "Complaint", deny_unknown_fields)]
+struct NamedVetComplaint {
+    chart: i64,
+    reason: String,
+    vet: Option<String>,
+}
+
+/// The clinic's registry subjects and topics for one run of a guide test.
+#[cfg(feature = "avro")]
+struct Clinic {
+    lanes: Lanes,
+    double: RegistryDouble,
+    registry: SchemaRegistry,
+    visits: String,
+    receipts: String,
+}
+
+#[cfg(feature = "avro")]
+async fn clinic(suffix: &str) -> Outcome<Clinic> {
+    let (lanes, double) = lanes("visits", "visit-receipts", suffix).await?;
+    let registry = SchemaRegistry::new(double.url());
+    let visits = format!("{}-value", lanes.requests);
+    let receipts = format!("{}-value", lanes.answers);
+    Ok(Clinic {
+        lanes,
+        double,
+        registry,
+        visits,
+        receipts,
+    })
+}
+
+/// Publishes one framed visit (written as `W`) and answers the receipt it got.
+#[cfg(feature = "avro")]
+async fn receipt_for<W, R, A>(clinic: &Clinic, app: A, visit: &W) -> Outcome<R>
+where
+    A: App,
+    W: serde::Serialize + ruststream_kafka::avro::AvroSchema,
+    R: serde::de::DeserializeOwned + ruststream_kafka::avro::AvroSchema,
+{
+    let receipts = clinic.registry.register_avro::<R>(&clinic.receipts).await?;
+    clinic.registry.register_avro::<W>(&clinic.visits).await?;
+    let framed = framed_avro(&clinic.registry, &clinic.visits, visit).await?;
+    let landed = exchange(app, &clinic.lanes, vec![framed]).await?;
+    read_framed_avro(&clinic.registry, &value(&landed[0])?, receipts).await
+}
+
+/// `guide/schema_registry`: a visit framed by today's desk gets a receipt framed under the
+/// receipt subject.
+#[cfg(feature = "avro")]
+pub async fn guide_receipt_under_its_subject<R, A>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    R: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    let visit = DeskVisit {
+        chart: 7,
+        fee_cents: 4500,
+        species: "dog".to_owned(),
+    };
+    let app = service(clinic.registry.clone());
+    let receipt: R = receipt_for(&clinic, app, &visit).await?;
+    let expected = shaped(serde_json::json!({"chart": 7, "fee_cents": 4500, "species": "dog"}))?;
+    assert_eq!(receipt, expected);
+    Ok(())
+}
+
+/// `guide/schema_registry`: a visit from a desk on the first schema version has no species;
+/// the service's model fills in its default, and the receipt shows it.
+#[cfg(feature = "avro")]
+pub async fn guide_older_producer_read_with_default<R, A>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    R: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    let visit = FirstDeskVisit {
+        chart: 8,
+        fee_cents: 1900,
+    };
+    let app = service(clinic.registry.clone());
+    let receipt: R = receipt_for(&clinic, app, &visit).await?;
+    let expected =
+        shaped(serde_json::json!({"chart": 8, "fee_cents": 1900, "species": "unknown"}))?;
+    assert_eq!(receipt, expected);
+    Ok(())
+}
+
+/// `guide/schema_registry`: with no receipt subject in the registry the service does not
+/// start, and the error names the subject.
+#[cfg(feature = "avro")]
+pub async fn guide_missing_subject_stops_the_service<A: App>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    let Err(refused) = TestApp::start_live_within(service(clinic.registry.clone()), WITHIN).await
+    else {
+        return Err("the service started without its receipt subject".into());
+    };
+    let text = refused.to_string();
+    assert!(text.contains(&clinic.receipts), "names the subject: {text}");
+    Ok(())
+}
+
+/// `guide/schema_registry`: a receipt subject holding a shape the service's model is not
+/// compatible with stops the service, with the registry's reason in the error.
+#[cfg(feature = "avro")]
+pub async fn guide_incompatible_model_stops_the_service<A: App>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome {
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    clinic
+        .registry
+        .register_avro::<TextFeeReceipt>(&clinic.receipts)
+        .await?;
+    let Err(refused) = TestApp::start_live_within(service(clinic.registry.clone()), WITHIN).await
+    else {
+        return Err("the service started with a receipt model its subject refuses".into());
+    };
+    let text = refused.to_string();
+    assert!(text.contains("fee_cents"), "the registry's reason: {text}");
+    Ok(())
+}
+
+/// `guide/schema_registry`: a complaint framed under its JSON Schema subject is read by the
+/// service; then the portal's change that makes a new property required is refused by the
+/// registry (closed model, no default), while an optional addition is accepted.
+#[cfg(feature = "avro")]
+pub async fn guide_json_schema_dispute<R, A>(
+    service: impl FnOnce(SchemaRegistry) -> A,
+    suffix: &str,
+) -> Outcome
+where
+    A: App,
+    R: ruststream_kafka::avro::AvroSchema,
+{
+    let _turn = GUIDE_TURN.lock().await;
+    let clinic = clinic(suffix).await?;
+    let complaints = format!("complaints.{suffix}");
+    live::ensure_topic(&complaints, 1).await?;
+    let subject = format!("{complaints}-value");
+    clinic.registry.register_avro::<R>(&clinic.receipts).await?;
+    let filed = clinic
+        .registry
+        .register_json::<FiledComplaint>(&subject)
+        .await?;
+    let complaint = FiledComplaint {
+        chart: 7,
+        reason: "waited two hours".to_owned(),
+    };
+    let framed = encode_envelope(filed, &serde_json::to_vec(&complaint)?);
+
+    let tb = TestApp::start_live_within(service(clinic.registry.clone()), WITHIN).await?;
+    let kafka = tb.broker::<KafkaBroker>();
+    kafka
+        .message(&Raw(framed))
+        .to(&complaints)
+        .publish()
+        .await?;
+    kafka
+        .subscriber(&complaints)
+        .assert_called_once()
+        .settled(HandlerOutcome::ack());
+    tb.shutdown().await?;
+
+    let refused = clinic
+        .registry
+        .register_json::<SeverityComplaint>(&subject)
+        .await
+        .err()
+        .ok_or("the registry took a required property the filed complaints lack")?
+        .to_string();
+    assert!(
+        refused.contains("REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
+            && refused.contains("severity"),
+        "the registry's reason: {refused}"
+    );
+    let named = clinic
+        .registry
+        .register_json::<NamedVetComplaint>(&subject)
+        .await?;
+    assert_ne!(named, filed, "an optional property is a new version");
+    Ok(())
+}
+
+/// `guide/schema_registry`: the archive reads a bare visit with the schema it pins, no
+/// registry involved.
+#[cfg(feature = "avro")]
+pub async fn guide_archive_reads_with_the_pinned_schema<V, A>(archive: A, suffix: &str) -> Outcome
+where
+    A: App,
+    V: serde::de::DeserializeOwned
+        + ruststream_kafka::avro::AvroSchema
+        + PartialEq
+        + std::fmt::Debug,
+{
+    use ruststream_kafka::avro::AvroCodec;
+
+    let _turn = GUIDE_TURN.lock().await;
+    let topic = format!("visits-archive.{suffix}");
+    live::ensure_topic(&topic, 1).await?;
+    let visit = DeskVisit {
+        chart: 3,
+        fee_cents: 800,
+        species: "rabbit".to_owned(),
+    };
+    let mut datum = ruststream::BytesMut::new();
+    ruststream_kafka::avro::encode(&visit, &mut datum)?;
+
+    let tb = TestApp::start_live_within(archive, WITHIN).await?;
+    let kafka = tb.broker::<KafkaBroker>();
+    kafka
+        .message(&Raw(datum.to_vec()))
+        .to(&topic)
+        .publish()
+        .await?;
+    let pinned = AvroCodec::local(V::get_schema())?;
+    let expected: V =
+        shaped(serde_json::json!({"chart": 3, "fee_cents": 800, "species": "rabbit"}))?;
+    kafka
+        .subscriber(&topic)
+        .assert_called_once()
+        .with_codec(&pinned, &expected)
+        .settled(HandlerOutcome::ack());
+    tb.shutdown().await?;
+    Ok(())
+}
+
+// --- end of batch B ---

@@ -7,7 +7,11 @@
 //! - Registering checks the schema parses (Avro always; Protobuf and JSON when this build can
 //!   parse them) and, against the subject's compatibility level, the versions it must be
 //!   compatible with (the latest one, or all of them for the `_TRANSITIVE` levels). Avro is
-//!   judged by Avro schema resolution; other types are always compatible.
+//!   judged by Avro schema resolution; JSON Schema by the registry's documented content-model
+//!   rules (see [`json_can_read`]: types, enums, properties added or removed against open and
+//!   closed models, newly required properties, nested objects and array items, local `$ref`s);
+//!   Protobuf (when this build can parse it) by the registry's message and field-kind rules
+//!   (see [`proto_can_read`]), otherwise always compatible.
 //! - Errors carry the registry's codes: 40401 subject not found, 40402 version not found,
 //!   40403 schema not found, 409 incompatible, 42201 invalid schema, 42203 invalid level.
 //! - Answers are `application/vnd.schemaregistry.v1+json`.
@@ -193,20 +197,95 @@ fn identity(kind: &str, text: &str) -> Result<String, Failure> {
         }
         "PROTOBUF" => {
             #[cfg(feature = "protobuf")]
-            {
-                let mut compiler = protox::Compiler::with_file_resolver({
-                    let mut chain = protox::file::ChainFileResolver::new();
-                    chain.add(OneFile(text.to_owned()));
-                    chain.add(protox::file::GoogleFileResolver::new());
-                    chain
-                });
-                compiler
-                    .open_file("double.proto")
-                    .map_err(|e| invalid(e.to_string()))?;
-            }
+            proto_pool(text).map_err(invalid)?;
             Ok(text.trim().to_owned())
         }
         other => Err(invalid(format!("unknown schema type {other}"))),
+    }
+}
+
+/// The messages of one `.proto` text (imports of Google's well-known types allowed).
+#[cfg(feature = "protobuf")]
+fn proto_pool(text: &str) -> Result<prost_reflect::DescriptorPool, String> {
+    let mut compiler = protox::Compiler::with_file_resolver({
+        let mut chain = protox::file::ChainFileResolver::new();
+        chain.add(OneFile(text.to_owned()));
+        chain.add(protox::file::GoogleFileResolver::new());
+        chain
+    });
+    compiler
+        .open_file("double.proto")
+        .map_err(|e| e.to_string())?;
+    Ok(compiler.descriptor_pool())
+}
+
+/// Which scalar kinds read each other's bytes: the same wire encoding and meaning, as the
+/// registry's Protobuf rules group them.
+#[cfg(feature = "protobuf")]
+fn wire_family(kind: &prost_reflect::Kind) -> &'static str {
+    use prost_reflect::Kind;
+    match kind {
+        Kind::Int32 | Kind::Uint32 | Kind::Int64 | Kind::Uint64 | Kind::Bool => "varint",
+        Kind::Sint32 | Kind::Sint64 => "zigzag",
+        Kind::Fixed32 | Kind::Sfixed32 => "fixed32",
+        Kind::Fixed64 | Kind::Sfixed64 => "fixed64",
+        Kind::String | Kind::Bytes => "length-delimited",
+        Kind::Float => "float",
+        Kind::Double => "double",
+        Kind::Message(_) => "message",
+        Kind::Enum(_) => "enum",
+    }
+}
+
+/// Whether data written with the `writer` `.proto` can be read with the `reader` one, by the
+/// registry's Protobuf rules for the cases tests use: a message of the writer missing from the
+/// reader is `MESSAGE_REMOVED`; a field number both use must keep its kind
+/// (`FIELD_KIND_CHANGED` between scalar, message, enum, list and map;
+/// `FIELD_SCALAR_KIND_CHANGED` across wire families; `FIELD_NAMED_TYPE_CHANGED` for another
+/// message or enum type). Removing or adding a field is compatible.
+#[cfg(feature = "protobuf")]
+fn proto_can_read(writer: &str, reader: &str) -> Result<(), String> {
+    use prost_reflect::Kind;
+    let (written, read) = (proto_pool(writer)?, proto_pool(reader)?);
+    let mut out = Vec::new();
+    for message in written.all_messages() {
+        let name = message.full_name();
+        let Some(counterpart) = read.get_message_by_name(name) else {
+            out.push(format!("MESSAGE_REMOVED {name}"));
+            continue;
+        };
+        for field in message.fields() {
+            let Some(other) = counterpart.get_field(field.number()) else {
+                continue;
+            };
+            let at = format!("{name}.{} (field {})", field.name(), field.number());
+            let (was, is) = (field.kind(), other.kind());
+            let difference =
+                if field.is_list() != other.is_list() || field.is_map() != other.is_map() {
+                    Some("FIELD_KIND_CHANGED")
+                } else {
+                    match (&was, &is) {
+                        (Kind::Message(a), Kind::Message(b)) => {
+                            (a.full_name() != b.full_name()).then_some("FIELD_NAMED_TYPE_CHANGED")
+                        }
+                        (Kind::Enum(a), Kind::Enum(b)) => {
+                            (a.full_name() != b.full_name()).then_some("FIELD_NAMED_TYPE_CHANGED")
+                        }
+                        _ if wire_family(&was) == wire_family(&is) => None,
+                        (Kind::Message(_) | Kind::Enum(_), _)
+                        | (_, Kind::Message(_) | Kind::Enum(_)) => Some("FIELD_KIND_CHANGED"),
+                        _ => Some("FIELD_SCALAR_KIND_CHANGED"),
+                    }
+                };
+            if let Some(difference) = difference {
+                out.push(format!("{difference} at {at}"));
+            }
+        }
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out.join(", "))
     }
 }
 
@@ -224,8 +303,24 @@ impl protox::file::FileResolver for OneFile {
     }
 }
 
-/// Whether data written with `writer` can be read with `reader` (Avro schema resolution).
+/// Whether data written with `writer` can be read with `reader` (Avro schema resolution, or
+/// the JSON Schema rules of [`json_can_read`]).
 fn can_read(kind: &str, writer: &str, reader: &str) -> Result<(), String> {
+    if kind == "JSON" {
+        let w: Value = serde_json::from_str(writer).map_err(|e| e.to_string())?;
+        let r: Value = serde_json::from_str(reader).map_err(|e| e.to_string())?;
+        let mut reasons = Vec::new();
+        json_can_read(&Side::new(&w), &Side::new(&r), "#", 0, &mut reasons);
+        return if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(reasons.join(", "))
+        };
+    }
+    if kind == "PROTOBUF" {
+        #[cfg(feature = "protobuf")]
+        return proto_can_read(writer, reader);
+    }
     if kind != "AVRO" {
         return Ok(());
     }
@@ -241,6 +336,167 @@ fn can_read(kind: &str, writer: &str, reader: &str) -> Result<(), String> {
     {
         let _ = (writer, reader);
         Ok(())
+    }
+}
+
+/// One schema document and a node inside it: `$ref`s resolve against the document's root.
+#[derive(Clone, Copy)]
+struct Side<'a> {
+    root: &'a Value,
+    node: &'a Value,
+}
+
+impl<'a> Side<'a> {
+    fn new(root: &'a Value) -> Self {
+        Self { root, node: root }
+    }
+
+    fn at(self, node: &'a Value) -> Self {
+        Self {
+            root: self.root,
+            node,
+        }
+    }
+
+    /// The node with local `$ref`s (`#/...`) followed; a ref that leads nowhere stays as is.
+    fn resolved(self) -> Self {
+        let mut node = self.node;
+        for _ in 0..16 {
+            let Some(pointer) = node
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix('#'))
+            else {
+                break;
+            };
+            match self.root.pointer(pointer) {
+                Some(target) => node = target,
+                None => break,
+            }
+        }
+        self.at(node)
+    }
+
+    /// The `type` keyword as a list; empty when any type goes.
+    fn types(self) -> Vec<&'a str> {
+        match self.node.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn properties(self) -> Option<&'a serde_json::Map<String, Value>> {
+        self.node.get("properties").and_then(Value::as_object)
+    }
+
+    fn required(self, name: &str) -> bool {
+        self.node
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|n| n.as_str() == Some(name)))
+    }
+
+    /// Open unless `additionalProperties` is `false`: undeclared properties are allowed.
+    fn open(self) -> bool {
+        self.node.get("additionalProperties") != Some(&Value::Bool(false))
+    }
+}
+
+/// Whether every document valid under `writer` is read by `reader`, by the rules the
+/// registry documents for JSON Schema; each failure is recorded as the registry's difference
+/// name and the place it was found.
+///
+/// - A type the reader no longer accepts is `TYPE_CHANGED` (`TYPE_NARROWED` if some remain);
+///   `integer` read as `number` is an extension, the other way round a narrowing. Enum values dropped: `ENUM_ARRAY_NARROWED`.
+/// - Objects: closing an open model is `ADDITIONAL_PROPERTIES_REMOVED`; a property added to
+///   an open model is `PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL` (old data may hold anything under
+///   that name); added to a closed model it is fine unless required without a default
+///   (`REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL`); a property removed from a closed
+///   model is `PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL`; an existing property becoming
+///   required is `REQUIRED_ATTRIBUTE_ADDED`. Shared properties and array items are compared
+///   the same way, recursively.
+fn json_can_read(
+    writer: &Side<'_>,
+    reader: &Side<'_>,
+    path: &str,
+    depth: usize,
+    out: &mut Vec<String>,
+) {
+    if depth > 32 {
+        return;
+    }
+    let (writer, reader) = (writer.resolved(), reader.resolved());
+    let (wt, rt) = (writer.types(), reader.types());
+    if !rt.is_empty() {
+        // Whether the reader takes each written type: wholly, only in part (a `number` read
+        // as `integer`), or not at all.
+        let wholly = |t: &str| rt.contains(&t) || (t == "integer" && rt.contains(&"number"));
+        let partly = |t: &str| t == "number" && rt.contains(&"integer");
+        if !wt.is_empty() && wt.iter().all(|t| !wholly(t) && !partly(t)) {
+            out.push(format!("TYPE_CHANGED at {path}"));
+            return;
+        }
+        if wt.is_empty() || wt.iter().any(|t| !wholly(t)) {
+            out.push(format!("TYPE_NARROWED at {path}"));
+        }
+    }
+    if let Some(allowed) = reader.node.get("enum").and_then(Value::as_array) {
+        let narrowed = match writer.node.get("enum").and_then(Value::as_array) {
+            Some(written) => written.iter().any(|v| !allowed.contains(v)),
+            None => true,
+        };
+        if narrowed {
+            out.push(format!("ENUM_ARRAY_NARROWED at {path}"));
+        }
+    }
+    if let (Some(wi), Some(ri)) = (writer.node.get("items"), reader.node.get("items"))
+        && wi.is_object()
+        && ri.is_object()
+    {
+        json_can_read(
+            &writer.at(wi),
+            &reader.at(ri),
+            &format!("{path}/items"),
+            depth + 1,
+            out,
+        );
+    }
+    let (wp, rp) = (writer.properties(), reader.properties());
+    if wp.is_none() && rp.is_none() {
+        return;
+    }
+    let empty = serde_json::Map::new();
+    let (wp, rp) = (wp.unwrap_or(&empty), rp.unwrap_or(&empty));
+    if writer.open() && !reader.open() {
+        out.push(format!("ADDITIONAL_PROPERTIES_REMOVED at {path}"));
+    }
+    for (name, schema) in rp {
+        let at = format!("{path}/properties/{name}");
+        match wp.get(name) {
+            None if writer.open() => {
+                out.push(format!("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL at {at}"));
+            }
+            None if reader.required(name) && schema.get("default").is_none() => {
+                out.push(format!(
+                    "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL at {at}"
+                ));
+            }
+            None => {}
+            Some(written) => {
+                if reader.required(name) && !writer.required(name) {
+                    out.push(format!("REQUIRED_ATTRIBUTE_ADDED at {at}"));
+                }
+                json_can_read(&writer.at(written), &reader.at(schema), &at, depth + 1, out);
+            }
+        }
+    }
+    if !reader.open() {
+        for name in wp.keys().filter(|n| !rp.contains_key(*n)) {
+            out.push(format!(
+                "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL at {path}/properties/{name}"
+            ));
+        }
     }
 }
 
