@@ -6,6 +6,7 @@
 use std::error::Error;
 use std::time::Duration;
 
+#[cfg(feature = "avro")]
 use ruststream::codec::Codec;
 use ruststream::testing::TestApp;
 use ruststream_kafka::SchemaRegistry;

@@ -1,5 +1,6 @@
 //! [`SchemaRegistry`]: the cached, shareable face of a registry client.
 
+#[cfg(any(feature = "avro", feature = "protobuf"))]
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,8 +20,6 @@ pub(crate) struct Derived {
     pub(crate) avro: HashMap<u32, Arc<apache_avro::Schema>>,
     #[cfg(feature = "protobuf")]
     pub(crate) proto: HashMap<u32, Arc<prost_reflect::DescriptorPool>>,
-    #[cfg(not(any(feature = "avro", feature = "protobuf")))]
-    _none: HashMap<u32, ()>,
 }
 
 struct Shared {
