@@ -5,8 +5,8 @@
 //! connects.
 //!
 //! ```text
-//! cargo run --example kafka_asyncapi --features asyncapi,schema-registry -- asyncapi gen
-//! cargo test --example kafka_asyncapi --features asyncapi,schema-registry
+//! $ cargo run --example kafka_asyncapi --features asyncapi,schema-registry -- asyncapi gen
+//! $ cargo test --example kafka_asyncapi --features asyncapi,schema-registry
 //! ```
 
 // The tests build the document from `fleet` and `cluster` directly; a plain build only keeps

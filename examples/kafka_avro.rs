@@ -5,9 +5,9 @@
 //! registers from the `TourPass` type at startup.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_avro --features avro -- run
-//! cargo test --example kafka_avro --features testing,avro
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_avro --features avro -- run
+//! $ cargo test --example kafka_avro --features testing,avro
 //! ```
 
 #[path = "support/live.rs"]

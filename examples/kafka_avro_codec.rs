@@ -5,10 +5,10 @@
 //! receipt subject and checks the app's model is compatible with it.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_avro_codec \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_avro_codec \
 //!     --features avro -- run
-//! cargo test --example kafka_avro_codec --features testing,avro
+//! $ cargo test --example kafka_avro_codec --features testing,avro
 //! ```
 
 #[path = "support/live.rs"]

@@ -3,9 +3,9 @@
 //! nothing is framed and nothing is looked up.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_avro_local --features avro -- run
-//! cargo test --example kafka_avro_local --features testing,avro
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_avro_local --features avro -- run
+//! $ cargo test --example kafka_avro_local --features testing,avro
 //! ```
 
 #[path = "support/live.rs"]

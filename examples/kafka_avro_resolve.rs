@@ -4,9 +4,9 @@
 //! resolves it onto the model's schema, so the tariff the meters never wrote takes its default.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_avro_resolve --features avro -- run
-//! cargo test --example kafka_avro_resolve --features testing,avro
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_avro_resolve --features avro -- run
+//! $ cargo test --example kafka_avro_resolve --features testing,avro
 //! ```
 
 #[path = "support/live.rs"]

@@ -3,9 +3,9 @@
 //! element with its own.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_batches -- run
-//! cargo test --example kafka_batches
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_batches -- run
+//! $ cargo test --example kafka_batches
 //! ```
 
 use serde::{Deserialize, Serialize};

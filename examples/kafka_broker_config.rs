@@ -3,9 +3,9 @@
 //! service at startup, before any record moves.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_broker_config -- run
-//! cargo test --example kafka_broker_config
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_broker_config -- run
+//! $ cargo test --example kafka_broker_config
 //! ```
 
 use serde::{Deserialize, Serialize};

@@ -3,9 +3,9 @@
 //! means for the record it was handling.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_broker_errors -- run
-//! cargo test --example kafka_broker_errors
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_broker_errors -- run
+//! $ cargo test --example kafka_broker_errors
 //! ```
 
 use serde::{Deserialize, Serialize};

@@ -2,9 +2,9 @@
 //! and the Kafka descriptors, settings and keys a service names.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_broker_prelude -- run
-//! cargo test --example kafka_broker_prelude
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_broker_prelude -- run
+//! $ cargo test --example kafka_broker_prelude
 //! ```
 
 use serde::{Deserialize, Serialize};

@@ -6,9 +6,9 @@
 //! built without OpenSSL refuses it.
 //!
 //! ```text
-//! scripts/kafka up && eval "$(scripts/kafka env | sed 's/^/export /')"
-//! cargo run --features ssl --example kafka_broker_security -- run
-//! cargo test --features testing,ssl --example kafka_broker_security
+//! $ scripts/kafka up && eval "$(scripts/kafka env | sed 's/^/export /')"
+//! $ cargo run --features ssl --example kafka_broker_security -- run
+//! $ cargo test --features testing,ssl --example kafka_broker_security
 //! ```
 
 use serde::{Deserialize, Serialize};

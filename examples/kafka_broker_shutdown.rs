@@ -2,9 +2,9 @@
 //! holds for at most `flush_timeout`, and reports how many records were left unsent.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_broker_shutdown -- run
-//! cargo test --example kafka_broker_shutdown
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_broker_shutdown -- run
+//! $ cargo test --example kafka_broker_shutdown
 //! ```
 
 use std::time::Duration;

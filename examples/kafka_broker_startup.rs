@@ -3,9 +3,9 @@
 //! started, everything published after that is delivered.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_broker_startup -- run
-//! cargo test --example kafka_broker_startup
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_broker_startup -- run
+//! $ cargo test --example kafka_broker_startup
 //! ```
 
 use std::time::Duration;

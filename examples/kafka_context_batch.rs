@@ -3,9 +3,9 @@
 //! has settled: the next batch starts at the target.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_context_batch -- run
-//! cargo test --example kafka_context_batch
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_context_batch -- run
+//! $ cargo test --example kafka_context_batch
 //! ```
 
 use serde::{Deserialize, Serialize};

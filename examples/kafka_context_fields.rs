@@ -3,9 +3,9 @@
 //! `KafkaContext`.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_context_fields -- run
-//! cargo test --example kafka_context_fields
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_context_fields -- run
+//! $ cargo test --example kafka_context_fields
 //! ```
 
 use serde::{Deserialize, Serialize};

@@ -4,9 +4,9 @@
 //! `RoundRobin` pins every reply to the next partition of the cycle instead.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_distribution -- run
-//! cargo test --example kafka_distribution
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_distribution -- run
+//! $ cargo test --example kafka_distribution
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

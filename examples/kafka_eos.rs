@@ -3,9 +3,9 @@
 //! producer transaction. A crash before the commit leaves neither; after it, both.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_eos -- run
-//! cargo test --example kafka_eos
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_eos -- run
+//! $ cargo test --example kafka_eos
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -3,9 +3,9 @@
 //! the invoice it came from. The postings and the invoice's offset commit in one transaction.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_eos_pipeline -- run
-//! cargo test --example kafka_eos_pipeline
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_eos_pipeline -- run
+//! $ cargo test --example kafka_eos_pipeline
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

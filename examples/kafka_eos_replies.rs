@@ -5,9 +5,9 @@
 //! and its offset still commits with the window.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_eos_replies -- run
-//! cargo test --example kafka_eos_replies
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_eos_replies -- run
+//! $ cargo test --example kafka_eos_replies
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

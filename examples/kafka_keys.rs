@@ -3,9 +3,9 @@
 //! `LaneKey::Partition`, keeps a whole partition on one lane.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_keys -- run
-//! cargo test --example kafka_keys
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_keys -- run
+//! $ cargo test --example kafka_keys
 //! ```
 
 use serde::{Deserialize, Serialize};

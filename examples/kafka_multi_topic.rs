@@ -3,9 +3,9 @@
 //! goes back to that topic.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_multi_topic -- run
-//! cargo test --example kafka_multi_topic
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_multi_topic -- run
+//! $ cargo test --example kafka_multi_topic
 //! ```
 
 use serde::{Deserialize, Serialize};

@@ -2,9 +2,9 @@
 //! at its first record stamped at or after `ms`, on every start, whatever the group committed.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_positions_timestamp -- run
-//! cargo test --example kafka_positions_timestamp
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_positions_timestamp -- run
+//! $ cargo test --example kafka_positions_timestamp
 //! ```
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,8 +1,8 @@
 //! Publishing without a service: connect, publish keyed and pinned records, shut down.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_producer -- 42      # publishes {"id":42} to `orders`
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_producer -- 42      # publishes {"id":42} to `orders`
 //! ```
 
 use std::error::Error;

@@ -5,10 +5,10 @@
 //! Topics without a subject, and payloads already framed, would pass through untouched.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_protobuf_frame \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_protobuf_frame \
 //!     --features protobuf,testing -- run
-//! cargo test --example kafka_protobuf_frame --features testing,protobuf
+//! $ cargo test --example kafka_protobuf_frame --features testing,protobuf
 //! ```
 //!
 //! The tests start a registry double in the test process and use the broker at

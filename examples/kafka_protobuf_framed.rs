@@ -4,10 +4,10 @@
 //! subject's id and the message-index path in front of it.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_protobuf_framed \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_protobuf_framed \
 //!     --features protobuf -- run
-//! cargo test --example kafka_protobuf_framed --features testing,protobuf
+//! $ cargo test --example kafka_protobuf_framed --features testing,protobuf
 //! ```
 
 #[path = "support/live.rs"]

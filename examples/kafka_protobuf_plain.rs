@@ -4,9 +4,9 @@
 //! goes out as plain `prost` bytes: nothing here talks to a Schema Registry.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_protobuf_plain --features protobuf,testing -- run
-//! cargo test --example kafka_protobuf_plain --features testing,protobuf
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_protobuf_plain --features protobuf,testing -- run
+//! $ cargo test --example kafka_protobuf_plain --features testing,protobuf
 //! ```
 //!
 //! The tests use the broker at `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

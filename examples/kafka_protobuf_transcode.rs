@@ -5,10 +5,10 @@
 //! under `tickets.proto-transcode-value` and writes it as framed Protobuf.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_protobuf_transcode \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_protobuf_transcode \
 //!     --features protobuf,testing -- run
-//! cargo test --example kafka_protobuf_transcode --features testing,protobuf
+//! $ cargo test --example kafka_protobuf_transcode --features testing,protobuf
 //! ```
 //!
 //! The tests start a registry double in the test process and use the broker at

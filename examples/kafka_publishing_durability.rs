@@ -4,9 +4,9 @@
 //! a crash in between brings the sale back rather than losing the pass.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_publishing_durability -- run
-//! cargo test --example kafka_publishing_durability
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_publishing_durability -- run
+//! $ cargo test --example kafka_publishing_durability
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

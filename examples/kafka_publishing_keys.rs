@@ -3,9 +3,9 @@
 //! so all the usage of one meter lands on one partition, in the order it was published.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_publishing_keys -- run
-//! cargo test --example kafka_publishing_keys
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_publishing_keys -- run
+//! $ cargo test --example kafka_publishing_keys
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -4,9 +4,9 @@
 //! have is refused by the cluster.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_publishing_partition -- run
-//! cargo test --example kafka_publishing_partition
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_publishing_partition -- run
+//! $ cargo test --example kafka_publishing_partition
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -3,9 +3,9 @@
 //! acknowledgement; `queue_timeout` bounds how long it waits for room in the producer's queue.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_publishing_publish -- run
-//! cargo test --example kafka_publishing_publish
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_publishing_publish -- run
+//! $ cargo test --example kafka_publishing_publish
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -2,10 +2,10 @@
 //! default consumer group.
 //!
 //! ```text
-//! cargo test --features testing --example kafka_quickstart   # on the embedded cluster
-//! scripts/kafka up
-//! cargo run --example kafka_quickstart -- run
-//! cargo test --example kafka_quickstart
+//! $ cargo test --features testing --example kafka_quickstart   # on the embedded cluster
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_quickstart -- run
+//! $ cargo test --example kafka_quickstart
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

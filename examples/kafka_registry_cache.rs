@@ -4,10 +4,10 @@
 //! then live in the cache every clone of the `SchemaRegistry` shares.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_cache \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_cache \
 //!     --features schema-registry -- run
-//! cargo test --example kafka_registry_cache --features testing,schema-registry
+//! $ cargo test --example kafka_registry_cache --features testing,schema-registry
 //! ```
 //!
 //! The tests start a registry double in the test process and use the broker at

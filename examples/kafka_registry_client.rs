@@ -4,10 +4,10 @@
 //! a lookup one clone made is a cache hit for every other.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_client \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_client \
 //!     --features schema-registry -- run
-//! cargo test --example kafka_registry_client --features testing,schema-registry
+//! $ cargo test --example kafka_registry_client --features testing,schema-registry
 //! ```
 //!
 //! The tests start a registry double in the test process and use the broker at

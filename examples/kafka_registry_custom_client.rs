@@ -4,9 +4,9 @@
 //! the JSON the handler decodes; no registry server is involved.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_registry_custom_client --features avro -- run
-//! cargo test --example kafka_registry_custom_client --features testing,avro
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_registry_custom_client --features avro -- run
+//! $ cargo test --example kafka_registry_custom_client --features testing,avro
 //! ```
 //!
 //! The tests use the broker at `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

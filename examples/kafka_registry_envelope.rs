@@ -4,9 +4,9 @@
 //! no envelope cannot be placed under any schema and is dropped.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_registry_envelope --features schema-registry -- run
-//! cargo test --example kafka_registry_envelope --features testing,schema-registry
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_registry_envelope --features schema-registry -- run
+//! $ cargo test --example kafka_registry_envelope --features testing,schema-registry
 //! ```
 //!
 //! The tests use the broker at `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

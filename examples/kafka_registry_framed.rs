@@ -4,10 +4,10 @@
 //! resolved once, at connect, by the `SchemaPrefetch` the codec was built from.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_framed \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_framed \
 //!     --features schema-registry -- run
-//! cargo test --example kafka_registry_framed --features testing,schema-registry
+//! $ cargo test --example kafka_registry_framed --features testing,schema-registry
 //! ```
 //!
 //! The tests start a registry double in the test process and use the broker at

@@ -4,10 +4,10 @@
 //! schema the `OvenSlot` type carries again (with a warning) instead of refusing to start.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_missing \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_missing \
 //!     --features avro -- run
-//! cargo test --example kafka_registry_missing --features testing,avro
+//! $ cargo test --example kafka_registry_missing --features testing,avro
 //! ```
 
 #[path = "support/live.rs"]

@@ -4,10 +4,10 @@
 //! and checks the app's model against it, so no delivery ever waits for the first lookup.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_prefetch \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_prefetch \
 //!     --features avro -- run
-//! cargo test --example kafka_registry_prefetch --features testing,avro
+//! $ cargo test --example kafka_registry_prefetch --features testing,avro
 //! ```
 
 #[path = "support/live.rs"]

@@ -4,10 +4,10 @@
 //! only warms it: a missing subject stops startup, and nothing is registered there.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_register \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_register \
 //!     --features schema-registry -- run
-//! cargo test --example kafka_registry_register --features testing,schema-registry
+//! $ cargo test --example kafka_registry_register --features testing,schema-registry
 //! ```
 
 #[path = "support/live.rs"]

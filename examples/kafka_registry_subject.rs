@@ -3,10 +3,10 @@
 //! a prescription shares, rather than under `prescriptions.sr-subject-value`.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_subject \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_registry_subject \
 //!     --features schema-registry -- run
-//! cargo test --example kafka_registry_subject --features testing,schema-registry
+//! $ cargo test --example kafka_registry_subject --features testing,schema-registry
 //! ```
 //!
 //! The tests start a registry double in the test process and use the broker at

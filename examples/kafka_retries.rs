@@ -4,9 +4,9 @@
 //! the last one fails. A dead-letter topic is read like any other.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_retries -- run
-//! cargo test --example kafka_retries
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_retries -- run
+//! $ cargo test --example kafka_retries
 //! ```
 
 use std::collections::HashSet;

@@ -3,10 +3,10 @@
 //! through the `SchemaFrame` publish layer, which frames them under their subject's id.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_schema_registry \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_schema_registry \
 //!     --features schema-registry -- run
-//! cargo test --example kafka_schema_registry --features testing,schema-registry
+//! $ cargo test --example kafka_schema_registry --features testing,schema-registry
 //! ```
 //!
 //! The tests start a registry double in the test process and use the broker at

@@ -3,9 +3,9 @@
 //! from `Ctx<SeekHandle>`.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_seek -- run
-//! cargo test --example kafka_seek
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_seek -- run
+//! $ cargo test --example kafka_seek
 //! ```
 
 use serde::{Deserialize, Serialize};

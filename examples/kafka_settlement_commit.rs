@@ -3,9 +3,9 @@
 //! default) stores the offset as the record is handed over, so a retry has nothing to bring back.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_settlement_commit -- run
-//! cargo test --example kafka_settlement_commit
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_settlement_commit -- run
+//! $ cargo test --example kafka_settlement_commit
 //! ```
 
 use std::collections::HashSet;

@@ -3,9 +3,9 @@
 //! set never see it.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_settlement_source_topic -- run
-//! cargo test --example kafka_settlement_source_topic
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_settlement_source_topic -- run
+//! $ cargo test --example kafka_settlement_source_topic
 //! ```
 
 use std::collections::HashSet;

@@ -3,9 +3,9 @@
 //! group to reassign. A lone member holds every partition.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_subscriptions_assignment -- run
-//! cargo test --example kafka_subscriptions_assignment
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_subscriptions_assignment -- run
+//! $ cargo test --example kafka_subscriptions_assignment
 //! ```
 
 use serde::{Deserialize, Serialize};

@@ -3,9 +3,9 @@
 //! not start.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_subscriptions_name -- run
-//! cargo test --example kafka_subscriptions_name
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_subscriptions_name -- run
+//! $ cargo test --example kafka_subscriptions_name
 //! ```
 
 use serde::{Deserialize, Serialize};

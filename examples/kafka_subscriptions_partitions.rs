@@ -3,9 +3,9 @@
 //! reads what arrives after it starts.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_subscriptions_partitions -- run
-//! cargo test --example kafka_subscriptions_partitions
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_subscriptions_partitions -- run
+//! $ cargo test --example kafka_subscriptions_partitions
 //! ```
 
 use serde::{Deserialize, Serialize};

@@ -3,9 +3,9 @@
 //! decides for itself is refused when the subscription opens.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_subscriptions_passthrough -- run
-//! cargo test --example kafka_subscriptions_passthrough
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_subscriptions_passthrough -- run
+//! $ cargo test --example kafka_subscriptions_passthrough
 //! ```
 
 use serde::{Deserialize, Serialize};

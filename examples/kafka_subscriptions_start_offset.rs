@@ -3,9 +3,9 @@
 //! `Latest` reads from the end. Once a group has committed, it resumes there either way.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_subscriptions_start_offset -- run
-//! cargo test --example kafka_subscriptions_start_offset
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_subscriptions_start_offset -- run
+//! $ cargo test --example kafka_subscriptions_start_offset
 //! ```
 
 use serde::{Deserialize, Serialize};

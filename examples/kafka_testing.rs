@@ -4,8 +4,8 @@
 //! `KafkaBroker`, client and adapter code, the same transactions and consumer groups.
 //!
 //! ```text
-//! cargo test --features testing --example kafka_testing
-//! scripts/kafka up && cargo run --example kafka_testing -- run
+//! $ cargo test --features testing --example kafka_testing
+//! $ scripts/kafka up && cargo run --example kafka_testing -- run
 //! ```
 //!
 //! Run as a service, the broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env`

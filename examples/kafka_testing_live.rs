@@ -4,9 +4,9 @@
 //! broker. The test then reads the receipt back from the cluster, as any other consumer would.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_testing_live -- run
-//! cargo test --example kafka_testing_live
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_testing_live -- run
+//! $ cargo test --example kafka_testing_live
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

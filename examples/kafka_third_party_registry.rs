@@ -7,10 +7,10 @@
 //! of the converter crosses into this crate's codecs; only buffers do.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_third_party_registry \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example kafka_third_party_registry \
 //!     --features avro -- run
-//! cargo test --example kafka_third_party_registry --features testing,avro
+//! $ cargo test --example kafka_third_party_registry --features testing,avro
 //! ```
 
 #[path = "support/live.rs"]

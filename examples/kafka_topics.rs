@@ -2,9 +2,9 @@
 //! and a raw consumer property passed through to this subscription alone.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_topics -- run
-//! cargo test --example kafka_topics
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_topics -- run
+//! $ cargo test --example kafka_topics
 //! ```
 
 use serde::{Deserialize, Serialize};

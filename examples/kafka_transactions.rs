@@ -3,9 +3,9 @@
 //! all when the request turns out to be bad and the transaction aborts.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_transactions -- run
-//! cargo test --example kafka_transactions
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_transactions -- run
+//! $ cargo test --example kafka_transactions
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

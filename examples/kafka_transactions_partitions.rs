@@ -4,9 +4,9 @@
 //! transactions on its own transactional publisher (`per_partition`).
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example kafka_transactions_partitions -- run
-//! cargo test --example kafka_transactions_partitions
+//! $ scripts/kafka up
+//! $ cargo run --example kafka_transactions_partitions -- run
+//! $ cargo test --example kafka_transactions_partitions
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -1,8 +1,8 @@
 //! Produce a few records to a local Kafka and read them back with the native client.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example quickstart
+//! $ scripts/kafka up
+//! $ cargo run --example quickstart
 //! ```
 
 use std::time::Duration;

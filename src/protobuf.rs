@@ -282,8 +282,8 @@ struct ProtobufWrapper {
 impl fmt::Debug for ProtobufWrapper {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProtobufWrapper")
-            .field("registry", self.subjects.registry())
-            .field("strategy", &self.subjects.strategy())
+            .field("registry", self.subjects.source())
+            .field("strategy", &self.subjects.naming())
             .field("subjects", self.subjects.pinned())
             .field("record_names", &self.record_names)
             .finish_non_exhaustive()
@@ -293,7 +293,7 @@ impl fmt::Debug for ProtobufWrapper {
 impl ProtobufWrapper {
     fn new(registry: SchemaRegistry) -> Self {
         Self {
-            subjects: SubjectMap::new(registry),
+            subjects: SubjectMap::over(registry),
             record_names: HashMap::new(),
             paths: Arc::default(),
         }
@@ -333,7 +333,7 @@ impl ProtobufWrapper {
             return Ok(Arc::clone(path));
         }
         drop(paths);
-        let pool = pool_of(self.subjects.registry(), schema)?;
+        let pool = pool_of(self.subjects.source(), schema)?;
         let descriptor = pick_message(&pool, schema, self.message(topic))?;
         let path = path_of(&descriptor)
             .ok_or_else(|| KafkaError::wire_text("the message has no place in its file"))?;
@@ -465,7 +465,7 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaFramedPublish {
 
     #[cfg(feature = "asyncapi")]
     fn message_bindings(&self, _channel: &str) -> Bindings {
-        crate::bindings::framed_message(self.wrapper.subjects.strategy())
+        crate::bindings::framed_message(self.wrapper.subjects.naming())
     }
 }
 

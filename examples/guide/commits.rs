@@ -4,9 +4,9 @@
 //! lines of a shared bill settle one by one in batches.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example guide_commits -- run
-//! cargo test --example guide_commits
+//! $ scripts/kafka up
+//! $ cargo run --example guide_commits -- run
+//! $ cargo test --example guide_commits
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

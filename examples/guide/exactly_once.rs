@@ -3,9 +3,9 @@
 //! admission that commits together with the scan's offset in the exactly-once pipeline.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example guide_exactly_once -- run
-//! cargo test --example guide_exactly_once
+//! $ scripts/kafka up
+//! $ cargo run --example guide_exactly_once -- run
+//! $ cargo test --example guide_exactly_once
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -3,9 +3,9 @@
 //! is taken.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example guide_getting_started -- run
-//! cargo test --example guide_getting_started
+//! $ scripts/kafka up
+//! $ cargo run --example guide_getting_started -- run
+//! $ cargo test --example guide_getting_started
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

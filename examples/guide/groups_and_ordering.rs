@@ -4,9 +4,9 @@
 //! in its own group and so receives its own copy of each.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example guide_groups_and_ordering -- run
-//! cargo test --example guide_groups_and_ordering
+//! $ scripts/kafka up
+//! $ cargo run --example guide_groups_and_ordering -- run
+//! $ cargo test --example guide_groups_and_ordering
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

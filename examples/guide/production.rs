@@ -9,7 +9,7 @@
 //! CLAIMS_KAFKA_SERVERS=kafka-1.internal:9096 CLAIMS_KAFKA_USER=claims-intake \
 //!     CLAIMS_KAFKA_PASSWORD=... \
 //!     cargo run --example guide_production --features ssl,testing -- run
-//! cargo test --example guide_production --features testing,ssl
+//! $ cargo test --example guide_production --features testing,ssl
 //! ```
 //!
 //! The tests run the same configuration on the embedded cluster in this process: nothing to

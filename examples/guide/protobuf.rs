@@ -5,10 +5,10 @@
 //! reader could place, and the parcel is settled as a retry.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example guide_protobuf \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example guide_protobuf \
 //!     --features protobuf,testing -- run
-//! cargo test --example guide_protobuf --features testing,protobuf
+//! $ cargo test --example guide_protobuf --features testing,protobuf
 //! ```
 //!
 //! The tests start a registry double in the test process and use the broker at

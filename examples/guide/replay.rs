@@ -4,9 +4,9 @@
 //! either: `start_at` places them at the oldest record each time the service starts.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example guide_replay -- run
-//! cargo test --example guide_replay
+//! $ scripts/kafka up
+//! $ cargo run --example guide_replay -- run
+//! $ cargo test --example guide_replay
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -4,9 +4,9 @@
 //! deliveries at most, and one with no route then lands on the dead-letter topic.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example guide_retries -- run
-//! cargo test --example guide_retries
+//! $ scripts/kafka up
+//! $ cargo run --example guide_retries -- run
+//! $ cargo test --example guide_retries
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -4,10 +4,10 @@
 //! written as bare Avro datums with one pinned schema.
 //!
 //! ```text
-//! scripts/kafka up
-//! SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example guide_schema_registry \
+//! $ scripts/kafka up
+//! $ SCHEMA_REGISTRY_URL=http://localhost:8081 cargo run --example guide_schema_registry \
 //!     --features avro -- run
-//! cargo test --example guide_schema_registry --features testing,avro
+//! $ cargo test --example guide_schema_registry --features testing,avro
 //! ```
 
 #[path = "../support/live.rs"]

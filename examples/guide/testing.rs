@@ -4,9 +4,9 @@
 //! harness and reads what landed back from the cluster.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example guide_testing -- run
-//! cargo test --example guide_testing
+//! $ scripts/kafka up
+//! $ cargo run --example guide_testing -- run
+//! $ cargo test --example guide_testing
 //! ```
 //!
 //! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

@@ -3,7 +3,7 @@
 //! the same `kafka` bindings.
 //!
 //! ```text
-//! cargo test --example manual_kafka_asyncapi --features asyncapi,schema-registry
+//! $ cargo test --example manual_kafka_asyncapi --features asyncapi,schema-registry
 //! ```
 
 // The tests build the document from `fleet` and `cluster` directly; a plain build only keeps

@@ -2,7 +2,7 @@
 //! the pass topic named through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_avro --features testing,avro
+//! $ cargo test --example manual_kafka_avro --features testing,avro
 //! ```
 
 use std::future::{Future, ready};

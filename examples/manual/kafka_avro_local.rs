@@ -2,7 +2,7 @@
 //! subscription, and the board line's topic named through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_avro_local --features testing,avro
+//! $ cargo test --example manual_kafka_avro_local --features testing,avro
 //! ```
 
 use std::future::{Future, ready};

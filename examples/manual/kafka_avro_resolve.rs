@@ -2,7 +2,7 @@
 //! subscription, and the bill topic named through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_avro_resolve --features testing,avro
+//! $ cargo test --example manual_kafka_avro_resolve --features testing,avro
 //! ```
 
 use std::future::{Future, ready};

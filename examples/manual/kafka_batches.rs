@@ -3,9 +3,9 @@
 //! by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_batches -- run
-//! cargo test --example manual_kafka_batches
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_batches -- run
+//! $ cargo test --example manual_kafka_batches
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_broker_config -- run
-//! cargo test --example manual_kafka_broker_config
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_broker_config -- run
+//! $ cargo test --example manual_kafka_broker_config
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_broker_errors -- run
-//! cargo test --example manual_kafka_broker_errors
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_broker_errors -- run
+//! $ cargo test --example manual_kafka_broker_errors
 //! ```
 
 use std::process::ExitCode;

@@ -3,9 +3,9 @@
 //! line by hand. The prelude still names everything.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_broker_prelude -- run
-//! cargo test --example manual_kafka_broker_prelude
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_broker_prelude -- run
+//! $ cargo test --example manual_kafka_broker_prelude
 //! ```
 
 use std::future::{Future, ready};

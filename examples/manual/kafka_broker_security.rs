@@ -3,9 +3,9 @@
 //! by hand. `SASL_SSL` with SCRAM-SHA-512 and the broker's CA in `ssl.ca.location`.
 //!
 //! ```text
-//! scripts/kafka up && eval "$(scripts/kafka env | sed 's/^/export /')"
-//! cargo run --features ssl --example manual_kafka_broker_security -- run
-//! cargo test --features testing,ssl --example manual_kafka_broker_security
+//! $ scripts/kafka up && eval "$(scripts/kafka env | sed 's/^/export /')"
+//! $ cargo run --features ssl --example manual_kafka_broker_security -- run
+//! $ cargo test --features testing,ssl --example manual_kafka_broker_security
 //! ```
 
 use std::future::{Future, ready};

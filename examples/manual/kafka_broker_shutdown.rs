@@ -3,9 +3,9 @@
 //! by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_broker_shutdown -- run
-//! cargo test --example manual_kafka_broker_shutdown
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_broker_shutdown -- run
+//! $ cargo test --example manual_kafka_broker_shutdown
 //! ```
 
 use std::future::{Future, ready};

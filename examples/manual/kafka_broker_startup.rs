@@ -2,9 +2,9 @@
 //! implementing `Handle`, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_broker_startup -- run
-//! cargo test --example manual_kafka_broker_startup
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_broker_startup -- run
+//! $ cargo test --example manual_kafka_broker_startup
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! `subscriber(..)`, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_context_batch -- run
-//! cargo test --example manual_kafka_context_batch
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_context_batch -- run
+//! $ cargo test --example manual_kafka_context_batch
 //! ```
 
 use std::process::ExitCode;

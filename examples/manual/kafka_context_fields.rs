@@ -3,9 +3,9 @@
 //! `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_context_fields -- run
-//! cargo test --example manual_kafka_context_fields
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_context_fields -- run
+//! $ cargo test --example manual_kafka_context_fields
 //! ```
 
 use std::future::{Future, ready};

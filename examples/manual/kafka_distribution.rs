@@ -2,9 +2,9 @@
 //! implementing `Handle`, and the reply position takes the same `RoundRobin` transform.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_distribution -- run
-//! cargo test --example manual_kafka_distribution
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_distribution -- run
+//! $ cargo test --example manual_kafka_distribution
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! position takes the same pipeline and `EosReplies` transform.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_eos -- run
-//! cargo test --example manual_kafka_eos
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_eos -- run
+//! $ cargo test --example manual_kafka_eos
 //! ```
 
 use std::future::{Future, ready};

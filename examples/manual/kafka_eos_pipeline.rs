@@ -3,9 +3,9 @@
 //! `ctx.context(Source)` and takes the pipeline from its `Out` entry.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_eos_pipeline -- run
-//! cargo test --example manual_kafka_eos_pipeline
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_eos_pipeline -- run
+//! $ cargo test --example manual_kafka_eos_pipeline
 //! ```
 
 use std::process::ExitCode;

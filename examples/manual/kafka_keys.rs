@@ -3,9 +3,9 @@
 //! off its context, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_keys -- run
-//! cargo test --example manual_kafka_keys
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_keys -- run
+//! $ cargo test --example manual_kafka_keys
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_multi_topic -- run
-//! cargo test --example manual_kafka_multi_topic
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_multi_topic -- run
+//! $ cargo test --example manual_kafka_multi_topic
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_positions_timestamp -- run
-//! cargo test --example manual_kafka_positions_timestamp
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_positions_timestamp -- run
+//! $ cargo test --example manual_kafka_positions_timestamp
 //! ```
 
 use std::future::{Future, ready};

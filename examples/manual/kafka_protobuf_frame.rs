@@ -3,7 +3,7 @@
 //! the stock movements exactly as before.
 //!
 //! ```text
-//! cargo test --example manual_kafka_protobuf_frame --features testing,protobuf
+//! $ cargo test --example manual_kafka_protobuf_frame --features testing,protobuf
 //! ```
 
 use std::process::ExitCode;

@@ -2,7 +2,7 @@
 //! subscription, the wire formats still given by `#[wire]` hooks on the `prost` types.
 //!
 //! ```text
-//! cargo test --example manual_kafka_protobuf_framed --features testing,protobuf
+//! $ cargo test --example manual_kafka_protobuf_framed --features testing,protobuf
 //! ```
 
 use std::future::{Future, ready};

@@ -3,7 +3,7 @@
 //! or bare and slips still encode as plain `prost` bytes.
 //!
 //! ```text
-//! cargo test --example manual_kafka_protobuf_plain --features testing,protobuf
+//! $ cargo test --example manual_kafka_protobuf_plain --features testing,protobuf
 //! ```
 
 use std::future::{Future, ready};

@@ -3,7 +3,7 @@
 //! and the `SchemaFrame` layer do the Protobuf work as before.
 //!
 //! ```text
-//! cargo test --example manual_kafka_protobuf_transcode --features testing,protobuf
+//! $ cargo test --example manual_kafka_protobuf_transcode --features testing,protobuf
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! subscription, on a broker with the same producer settings.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_publishing_durability -- run
-//! cargo test --example manual_kafka_publishing_durability
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_publishing_durability -- run
+//! $ cargo test --example manual_kafka_publishing_durability
 //! ```
 
 use std::future::{Future, ready};

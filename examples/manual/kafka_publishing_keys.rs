@@ -3,9 +3,9 @@
 //! header contract are written by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_publishing_keys -- run
-//! cargo test --example manual_kafka_publishing_keys
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_publishing_keys -- run
+//! $ cargo test --example manual_kafka_publishing_keys
 //! ```
 
 use std::process::ExitCode;

@@ -3,9 +3,9 @@
 //! written by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_publishing_partition -- run
-//! cargo test --example manual_kafka_publishing_partition
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_publishing_partition -- run
+//! $ cargo test --example manual_kafka_publishing_partition
 //! ```
 
 use std::process::ExitCode;

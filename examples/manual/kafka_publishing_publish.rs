@@ -3,9 +3,9 @@
 //! mount site pairs the same publish policy.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_publishing_publish -- run
-//! cargo test --example manual_kafka_publishing_publish
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_publishing_publish -- run
+//! $ cargo test --example manual_kafka_publishing_publish
 //! ```
 
 use std::future::{Future, ready};

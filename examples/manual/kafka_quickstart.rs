@@ -2,9 +2,9 @@
 //! subscription is mounted with `subscriber(..)`, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_quickstart -- run
-//! cargo test --example manual_kafka_quickstart
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_quickstart -- run
+//! $ cargo test --example manual_kafka_quickstart
 //! ```
 
 use std::future::{Future, ready};

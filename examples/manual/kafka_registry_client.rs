@@ -3,7 +3,7 @@
 //! through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_registry_client --features testing,schema-registry
+//! $ cargo test --example manual_kafka_registry_client --features testing,schema-registry
 //! ```
 
 use std::convert::Infallible;

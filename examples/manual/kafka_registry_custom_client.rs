@@ -3,7 +3,7 @@
 //! `OutgoingDestination`. The registry is the same in-memory catalog.
 //!
 //! ```text
-//! cargo test --example manual_kafka_registry_custom_client --features testing,avro
+//! $ cargo test --example manual_kafka_registry_custom_client --features testing,avro
 //! ```
 
 use std::future::{Future, ready};

@@ -3,7 +3,7 @@
 //! topic through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_registry_envelope --features testing,schema-registry
+//! $ cargo test --example manual_kafka_registry_envelope --features testing,schema-registry
 //! ```
 
 use std::future::{Future, ready};

@@ -3,7 +3,7 @@
 //! `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_registry_framed --features testing,schema-registry
+//! $ cargo test --example manual_kafka_registry_framed --features testing,schema-registry
 //! ```
 
 use std::future::{Future, ready};

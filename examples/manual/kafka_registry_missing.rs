@@ -2,7 +2,7 @@
 //! subscription, and the slot topic named through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_registry_missing --features testing,avro
+//! $ cargo test --example manual_kafka_registry_missing --features testing,avro
 //! ```
 
 use std::future::{Future, ready};

@@ -2,7 +2,7 @@
 //! hand-built subscription, and the notice topic named through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_registry_prefetch --features testing,avro
+//! $ cargo test --example manual_kafka_registry_prefetch --features testing,avro
 //! ```
 
 use std::future::{Future, ready};

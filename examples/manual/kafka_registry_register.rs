@@ -2,7 +2,7 @@
 //! subscription, and the plan topic named through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_registry_register --features testing,schema-registry
+//! $ cargo test --example manual_kafka_registry_register --features testing,schema-registry
 //! ```
 
 use std::future::{Future, ready};

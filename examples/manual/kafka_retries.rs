@@ -3,9 +3,9 @@
 //! `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_retries -- run
-//! cargo test --example manual_kafka_retries
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_retries -- run
+//! $ cargo test --example manual_kafka_retries
 //! ```
 
 use std::collections::HashSet;

@@ -3,7 +3,7 @@
 //! `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_schema_registry --features testing,schema-registry
+//! $ cargo test --example manual_kafka_schema_registry --features testing,schema-registry
 //! ```
 
 use std::future::{Future, ready};

@@ -4,9 +4,9 @@
 //! line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_seek -- run
-//! cargo test --example manual_kafka_seek
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_seek -- run
+//! $ cargo test --example manual_kafka_seek
 //! ```
 
 use std::future::{Future, ready};

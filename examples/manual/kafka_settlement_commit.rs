@@ -3,9 +3,9 @@
 //! left out because nothing extracts a field of it, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_settlement_commit -- run
-//! cargo test --example manual_kafka_settlement_commit
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_settlement_commit -- run
+//! $ cargo test --example manual_kafka_settlement_commit
 //! ```
 
 use std::collections::HashSet;

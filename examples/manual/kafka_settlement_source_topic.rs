@@ -3,9 +3,9 @@
 //! delivery's topic) and the app state, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_settlement_source_topic -- run
-//! cargo test --example manual_kafka_settlement_source_topic
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_settlement_source_topic -- run
+//! $ cargo test --example manual_kafka_settlement_source_topic
 //! ```
 
 use std::collections::HashSet;

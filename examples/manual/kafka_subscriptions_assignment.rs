@@ -3,9 +3,9 @@
 //! partition off its context, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_subscriptions_assignment -- run
-//! cargo test --example manual_kafka_subscriptions_assignment
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_subscriptions_assignment -- run
+//! $ cargo test --example manual_kafka_subscriptions_assignment
 //! ```
 
 use std::future::{Future, ready};

@@ -2,9 +2,9 @@
 //! implementing `Handle` mounted on a bare name, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_subscriptions_name -- run
-//! cargo test --example manual_kafka_subscriptions_name
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_subscriptions_name -- run
+//! $ cargo test --example manual_kafka_subscriptions_name
 //! ```
 
 use std::future::{Future, ready};

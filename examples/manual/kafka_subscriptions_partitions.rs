@@ -3,9 +3,9 @@
 //! line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_subscriptions_partitions -- run
-//! cargo test --example manual_kafka_subscriptions_partitions
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_subscriptions_partitions -- run
+//! $ cargo test --example manual_kafka_subscriptions_partitions
 //! ```
 
 use std::future::{Future, ready};

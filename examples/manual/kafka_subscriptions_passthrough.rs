@@ -3,9 +3,9 @@
 //! `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_subscriptions_passthrough -- run
-//! cargo test --example manual_kafka_subscriptions_passthrough
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_subscriptions_passthrough -- run
+//! $ cargo test --example manual_kafka_subscriptions_passthrough
 //! ```
 
 use std::future::{Future, ready};

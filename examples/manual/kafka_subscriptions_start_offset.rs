@@ -3,9 +3,9 @@
 //! the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_subscriptions_start_offset -- run
-//! cargo test --example manual_kafka_subscriptions_start_offset
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_subscriptions_start_offset -- run
+//! $ cargo test --example manual_kafka_subscriptions_start_offset
 //! ```
 
 use std::future::{Future, ready};

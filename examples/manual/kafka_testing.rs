@@ -2,8 +2,8 @@
 //! process by `TestApp::start`, on an embedded Kafka cluster (feature `testing`).
 //!
 //! ```text
-//! cargo test --features testing --example manual_kafka_testing
-//! scripts/kafka up && cargo run --example manual_kafka_testing -- run
+//! $ cargo test --features testing --example manual_kafka_testing
+//! $ scripts/kafka up && cargo run --example manual_kafka_testing -- run
 //! ```
 
 use std::future::ready;

@@ -3,9 +3,9 @@
 //! live test body is the same.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_testing_live -- run
-//! cargo test --example manual_kafka_testing_live
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_testing_live -- run
+//! $ cargo test --example manual_kafka_testing_live
 //! ```
 
 use std::future::{Future, ready};

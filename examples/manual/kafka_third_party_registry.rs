@@ -3,7 +3,7 @@
 //! `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_kafka_third_party_registry --features testing,avro
+//! $ cargo test --example manual_kafka_third_party_registry --features testing,avro
 //! ```
 
 use std::future::Future;

@@ -3,9 +3,9 @@
 //! runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_topics -- run
-//! cargo test --example manual_kafka_topics
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_topics -- run
+//! $ cargo test --example manual_kafka_topics
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! destinations are written by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_transactions -- run
-//! cargo test --example manual_kafka_transactions
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_transactions -- run
+//! $ cargo test --example manual_kafka_transactions
 //! ```
 
 use std::process::ExitCode;

@@ -3,9 +3,9 @@
 //! partition from the Kafka context, and the worker pool is set on the mount.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_kafka_transactions_partitions -- run
-//! cargo test --example manual_kafka_transactions_partitions
+//! $ scripts/kafka up
+//! $ cargo run --example manual_kafka_transactions_partitions -- run
+//! $ cargo test --example manual_kafka_transactions_partitions
 //! ```
 
 use std::process::ExitCode;

@@ -192,7 +192,7 @@ impl AvroCodec {
         };
         let registry = prefetch.registry();
         let Some(registered) = registry.cached_subject(&entry.subject) else {
-            if prefetch.missing_subject() == MissingSubject::PublishUnframed {
+            if prefetch.when_missing() == MissingSubject::PublishUnframed {
                 let datum = write_value(&entry.schema, value)
                     .map_err(|e| CodecError::Encode(Box::new(e)))?;
                 return Ok(BytesMut::from(datum.as_slice()));

@@ -27,7 +27,7 @@ pub struct SchemaFrame {
 impl fmt::Debug for SchemaFrame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SchemaFrame")
-            .field("strategy", &self.subjects.strategy())
+            .field("strategy", &self.subjects.naming())
             .field("subjects", self.subjects.pinned())
             .field("record_names", &self.record_names)
             .finish_non_exhaustive()
@@ -39,7 +39,7 @@ impl SchemaFrame {
     #[must_use]
     pub fn new(registry: SchemaRegistry) -> Self {
         Self {
-            subjects: SubjectMap::new(registry),
+            subjects: SubjectMap::over(registry),
             record_names: HashMap::new(),
         }
     }
@@ -76,7 +76,7 @@ impl SchemaFrame {
         let Some(schema) = self.subjects.schema_for(&topic, message).await? else {
             return Ok(());
         };
-        let datum = json_to_datum(self.subjects.registry(), &schema, message, out.payload())?;
+        let datum = json_to_datum(self.subjects.source(), &schema, message, out.payload())?;
         out.set_payload(encode_envelope(schema.id(), &datum).as_slice());
         Ok(())
     }

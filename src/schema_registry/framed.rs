@@ -111,7 +111,7 @@ impl<C: Codec> Codec for SchemaFramed<C> {
                 framed.extend_from_slice(&datum);
                 Ok(framed)
             }
-            None if self.prefetch.missing_subject() == MissingSubject::PublishUnframed => Ok(datum),
+            None if self.prefetch.when_missing() == MissingSubject::PublishUnframed => Ok(datum),
             None => Err(encode_failure(format!(
                 "subject {subject:?} of type {name:?} is not resolved; attach the codec's \
                  SchemaPrefetch to the broker (KafkaBroker::schema_prefetch) so connect \

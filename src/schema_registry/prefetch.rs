@@ -87,7 +87,7 @@ impl SchemaPrefetch {
         &self.registry
     }
 
-    pub(crate) fn missing_subject(&self) -> MissingSubject {
+    pub(crate) fn when_missing(&self) -> MissingSubject {
         self.missing
     }
 

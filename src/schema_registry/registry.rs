@@ -95,7 +95,8 @@ impl SchemaRegistry {
     /// The same client over a fresh [`MemorySchemaCache`] bounded by `policy`.
     #[must_use]
     pub fn cache_policy(self, policy: SchemaCachePolicy) -> Self {
-        self.with_cache(Arc::new(MemorySchemaCache::new(policy)))
+        let fresh: Arc<dyn SchemaCache> = Arc::new(MemorySchemaCache::new(policy));
+        self.with_cache(fresh)
     }
 
     /// Sends HTTP basic credentials with every request of the shipped client.
@@ -281,8 +282,8 @@ impl SchemaRegistry {
 
     /// Registers the JSON Schema `schemars` derives for `T` under `subject`.
     pub async fn register_json<T: JsonSchema>(&self, subject: &str) -> Result<u32, KafkaError> {
-        let definition = json_schema_of::<T>()?;
-        self.register(subject, SchemaType::Json, definition).await
+        self.register(subject, SchemaType::Json, json_schema_of::<T>()?)
+            .await
     }
 
     /// Registers `T`'s Avro schema under `subject`, written out in full (names, docs and
@@ -292,8 +293,8 @@ impl SchemaRegistry {
         &self,
         subject: &str,
     ) -> Result<u32, KafkaError> {
-        let definition = crate::avro::schema_text(&T::get_schema())?;
-        self.register(subject, SchemaType::Avro, definition).await
+        let text = crate::avro::schema_text(&T::get_schema())?;
+        self.register(subject, SchemaType::Avro, text).await
     }
 }
 
@@ -303,6 +304,6 @@ fn default_cache() -> Arc<dyn SchemaCache> {
 
 /// The JSON Schema document `schemars` derives for `T`.
 pub(crate) fn json_schema_of<T: JsonSchema>() -> Result<String, KafkaError> {
-    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
-    serde_json::to_string(&schema).map_err(KafkaError::registry)
+    let root = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
+    serde_json::to_string(&root).map_err(KafkaError::registry)
 }

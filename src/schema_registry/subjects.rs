@@ -9,7 +9,7 @@ use crate::error::KafkaError;
 /// Topic-to-subject resolution shared by the publish-side framers.
 #[derive(Clone, Debug)]
 pub(crate) struct SubjectMap {
-    registry: SchemaRegistry,
+    source: SchemaRegistry,
     strategy: SubjectStrategy,
     pinned: HashMap<String, String>,
     /// Subjects found missing: asked once, then published unframed without asking again.
@@ -17,20 +17,21 @@ pub(crate) struct SubjectMap {
 }
 
 impl SubjectMap {
-    pub(crate) fn new(registry: SchemaRegistry) -> Self {
+    /// A map that asks `source` for the subjects it names.
+    pub(crate) fn over(source: SchemaRegistry) -> Self {
         Self {
-            registry,
+            source,
             strategy: SubjectStrategy::default(),
             pinned: HashMap::new(),
             absent: Arc::new(Mutex::new(HashSet::new())),
         }
     }
 
-    pub(crate) fn registry(&self) -> &SchemaRegistry {
-        &self.registry
+    pub(crate) fn source(&self) -> &SchemaRegistry {
+        &self.source
     }
 
-    pub(crate) fn strategy(&self) -> SubjectStrategy {
+    pub(crate) fn naming(&self) -> SubjectStrategy {
         self.strategy
     }
 
@@ -63,13 +64,13 @@ impl SubjectMap {
         record: Option<&str>,
     ) -> Result<Option<Arc<RegisteredSchema>>, KafkaError> {
         let subject = self.subject_for(topic, record);
-        if let Some(schema) = self.registry.cached_subject(&subject) {
+        if let Some(schema) = self.source.cached_subject(&subject) {
             return Ok(Some(schema));
         }
         if self.absent().contains(&subject) {
             return Ok(None);
         }
-        let found = self.registry.latest(&subject).await?;
+        let found = self.source.latest(&subject).await?;
         if found.is_none() && self.absent().insert(subject.clone()) {
             tracing::info!(
                 topic,

@@ -3,9 +3,9 @@
 //! per line, and `main` runs the command line by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_guide_commits -- run
-//! cargo test --example manual_guide_commits
+//! $ scripts/kafka up
+//! $ cargo run --example manual_guide_commits -- run
+//! $ cargo test --example manual_guide_commits
 //! ```
 
 use std::convert::Infallible;

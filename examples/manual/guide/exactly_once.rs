@@ -3,9 +3,9 @@
 //! transactional subscription, and the slot and destinations are written by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_guide_exactly_once -- run
-//! cargo test --example manual_guide_exactly_once
+//! $ scripts/kafka up
+//! $ cargo run --example manual_guide_exactly_once -- run
+//! $ cargo test --example manual_guide_exactly_once
 //! ```
 
 use std::future::{Future, ready};

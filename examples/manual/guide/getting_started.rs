@@ -3,9 +3,9 @@
 //! command line.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_guide_getting_started -- run
-//! cargo test --example manual_guide_getting_started
+//! $ scripts/kafka up
+//! $ cargo run --example manual_guide_getting_started -- run
+//! $ cargo test --example manual_guide_getting_started
 //! ```
 
 use std::future::{Future, ready};

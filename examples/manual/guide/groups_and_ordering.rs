@@ -4,9 +4,9 @@
 //! by hand.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_guide_groups_and_ordering -- run
-//! cargo test --example manual_guide_groups_and_ordering
+//! $ scripts/kafka up
+//! $ cargo run --example manual_guide_groups_and_ordering -- run
+//! $ cargo test --example manual_guide_groups_and_ordering
 //! ```
 
 use std::future::{Future, ready};

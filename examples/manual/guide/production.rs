@@ -8,7 +8,7 @@
 //! CLAIMS_KAFKA_SERVERS=kafka-1.internal:9096 CLAIMS_KAFKA_USER=claims-intake \
 //!     CLAIMS_KAFKA_PASSWORD=... \
 //!     cargo run --example manual_guide_production --features ssl,testing -- run
-//! cargo test --example manual_guide_production --features testing,ssl
+//! $ cargo test --example manual_guide_production --features testing,ssl
 //! ```
 
 use std::future::{Future, ready};

@@ -3,7 +3,7 @@
 //! `Publish::framed` policy, and `main` runs the command line by hand.
 //!
 //! ```text
-//! cargo test --example manual_guide_protobuf --features testing,protobuf
+//! $ cargo test --example manual_guide_protobuf --features testing,protobuf
 //! ```
 
 use std::future::{Future, ready};

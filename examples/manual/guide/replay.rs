@@ -3,9 +3,9 @@
 //! chain places both at the oldest record on every start.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_guide_replay -- run
-//! cargo test --example manual_guide_replay
+//! $ scripts/kafka up
+//! $ cargo run --example manual_guide_replay -- run
+//! $ cargo test --example manual_guide_replay
 //! ```
 
 use std::future::{Future, ready};

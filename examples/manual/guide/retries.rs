@@ -3,9 +3,9 @@
 //! position, attempts and dead-letter topic.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_guide_retries -- run
-//! cargo test --example manual_guide_retries
+//! $ scripts/kafka up
+//! $ cargo run --example manual_guide_retries -- run
+//! $ cargo test --example manual_guide_retries
 //! ```
 
 use std::collections::HashSet;

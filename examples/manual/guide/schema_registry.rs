@@ -3,7 +3,7 @@
 //! the receipt topic named through `OutgoingDestination`.
 //!
 //! ```text
-//! cargo test --example manual_guide_schema_registry --features testing,avro
+//! $ cargo test --example manual_guide_schema_registry --features testing,avro
 //! ```
 
 use std::future::{Future, ready};

@@ -3,9 +3,9 @@
 //! hand, and the live test is the same.
 //!
 //! ```text
-//! scripts/kafka up
-//! cargo run --example manual_guide_testing -- run
-//! cargo test --example manual_guide_testing
+//! $ scripts/kafka up
+//! $ cargo run --example manual_guide_testing -- run
+//! $ cargo test --example manual_guide_testing
 //! ```
 
 use std::process::ExitCode;
