@@ -25,6 +25,14 @@ use registry::RegistryDouble;
 
 type Outcome<T = ()> = Result<T, Box<dyn Error>>;
 
+/// The tests of one example share its app, so its topics and its consumer group: they take
+/// turns, or two members of the group would split the topic between them. Each example is its
+/// own test binary, so one lock per process is one lock per example.
+async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    TURN.lock().await
+}
+
 /// Bytes published exactly as given, to whatever topic `to` names.
 #[derive(Serialized, Outgoing)]
 struct Raw(Vec<u8>);
@@ -285,13 +293,6 @@ pub async fn bookings_get_framed_tickets<A: App>(
 }
 
 // --- batch A ---
-
-/// The examples whose two tests share one app (and so one set of topics and one group) take
-/// turns: two members of one group would split the topic between them.
-async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
-    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    TURN.lock().await
-}
 
 /// A JSON Schema document with the given required integer property, registered by "another
 /// producer" at the double (the text only has to be a schema; the double does not judge JSON
@@ -562,9 +563,6 @@ pub async fn framed_under_the_record_subject<A: App>(
 
 // --- batch C ---
 
-/// The tests of one example share its topics and its group: they take turns.
-static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Registers `proto` under the value subject of `topic`, as that topic's producer would.
 fn register_proto(double: &RegistryDouble, topic: &str, proto: &str) -> u32 {
     double.register(&format!("{topic}-value"), "PROTOBUF", proto)
@@ -603,7 +601,7 @@ struct LoanSlipWire {
 #[cfg(feature = "protobuf")]
 async fn loan_slip_for<A: App>(app: A, suffix: &str, payload: Vec<u8>) -> Outcome<LoanSlipWire> {
     use prost::Message as _;
-    let _turn = TURNS.lock().await;
+    let _turn = one_at_a_time().await;
     let (lanes, _double) = lanes("loans", "loan-slips", suffix).await?;
     let landed = exchange(app, &lanes, vec![payload]).await?;
     assert_eq!(landed.len(), 1, "one slip per loan");
@@ -841,7 +839,7 @@ async fn label_run<A: App>(
     label_subject: bool,
     settled: HandlerOutcome,
 ) -> Outcome<(Vec<Record>, u32)> {
-    let _turn = TURNS.lock().await;
+    let _turn = one_at_a_time().await;
     let (lanes, double) = lanes("parcels", "labels", suffix).await?;
     let parcels = register_proto(&double, &lanes.requests, COURIER_PROTO);
     let labels = if label_subject {
@@ -1202,9 +1200,6 @@ where
     Ok(())
 }
 
-/// The guide's tests share its topics and consumer group: they take turns.
-static GUIDE_TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// A visit as the front desk writes it today.
 #[cfg(feature = "avro")]
 #[derive(serde::Serialize, apache_avro::AvroSchema)]
@@ -1314,7 +1309,7 @@ where
         + PartialEq
         + std::fmt::Debug,
 {
-    let _turn = GUIDE_TURN.lock().await;
+    let _turn = one_at_a_time().await;
     let clinic = clinic(suffix).await?;
     let visit = DeskVisit {
         chart: 7,
@@ -1342,7 +1337,7 @@ where
         + PartialEq
         + std::fmt::Debug,
 {
-    let _turn = GUIDE_TURN.lock().await;
+    let _turn = one_at_a_time().await;
     let clinic = clinic(suffix).await?;
     let visit = FirstDeskVisit {
         chart: 8,
@@ -1363,7 +1358,7 @@ pub async fn guide_missing_subject_stops_the_service<A: App>(
     service: impl FnOnce(SchemaRegistry) -> A,
     suffix: &str,
 ) -> Outcome {
-    let _turn = GUIDE_TURN.lock().await;
+    let _turn = one_at_a_time().await;
     let clinic = clinic(suffix).await?;
     let Err(refused) = TestApp::start_live_within(service(clinic.registry.clone()), WITHIN).await
     else {
@@ -1381,7 +1376,7 @@ pub async fn guide_incompatible_model_stops_the_service<A: App>(
     service: impl FnOnce(SchemaRegistry) -> A,
     suffix: &str,
 ) -> Outcome {
-    let _turn = GUIDE_TURN.lock().await;
+    let _turn = one_at_a_time().await;
     let clinic = clinic(suffix).await?;
     clinic
         .registry
@@ -1408,7 +1403,7 @@ where
     A: App,
     R: ruststream_kafka::avro::AvroSchema,
 {
-    let _turn = GUIDE_TURN.lock().await;
+    let _turn = one_at_a_time().await;
     let clinic = clinic(suffix).await?;
     let complaints = format!("complaints.{suffix}");
     live::ensure_topic(&complaints, 1).await?;
@@ -1470,7 +1465,7 @@ where
 {
     use ruststream_kafka::avro::AvroCodec;
 
-    let _turn = GUIDE_TURN.lock().await;
+    let _turn = one_at_a_time().await;
     let topic = format!("visits-archive.{suffix}");
     live::ensure_topic(&topic, 1).await?;
     let visit = DeskVisit {
