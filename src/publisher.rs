@@ -18,7 +18,9 @@ use ruststream::{
 
 use crate::broker::{BrokerState, ConnectedKafkaBroker};
 use crate::client::records::Header;
-use crate::client::{DeliveryFuture, Error as ClientError, Producer, ProducerRecord, RecordMetadata};
+use crate::client::{
+    DeliveryFuture, Error as ClientError, Producer, ProducerRecord, RecordMetadata,
+};
 use crate::eos::EOS_SOURCE_HEADER;
 use crate::error::KafkaError;
 use crate::message::PARTITION_KEY_HEADER;
@@ -200,7 +202,9 @@ pub(crate) async fn delivered(
 }
 
 /// The delivery report of a record that was queued, or why it was not queued or delivered.
-pub(crate) async fn report(queued: Result<DeliveryFuture, ClientError>) -> Result<RecordMetadata, KafkaError> {
+pub(crate) async fn report(
+    queued: Result<DeliveryFuture, ClientError>,
+) -> Result<RecordMetadata, KafkaError> {
     queued
         .map_err(KafkaError::publish)?
         .await
