@@ -171,6 +171,7 @@ impl Publisher for KafkaPublisher {
 
 /// In process, waits until the subscriptions of this connection hold the delivered record
 /// ready (see `InProcessLink::handed_over`); nothing on a live connection.
+#[cfg_attr(not(feature = "testing"), allow(clippy::unused_async))]
 pub(crate) async fn hand_over(state: &BrokerState, report: &RecordMetadata) {
     #[cfg(feature = "testing")]
     if let Some(link) = state.in_process() {

@@ -807,12 +807,7 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
             }
         }
     }
-    // In process, what the log already holds for the new subscription is ready when
-    // `subscribe` returns.
-    #[cfg(feature = "testing")]
-    if let Some(link) = core.tap.link() {
-        link.handed_over(None).await;
-    }
+    hand_over_backlog(&core).await;
     Ok(KafkaSubscriber {
         core,
         current: None,
@@ -824,6 +819,18 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
 
 /// How much the subscription's own queue holds before the pump pauses fetching: half of
 /// librdkafka's `queued.max.messages.kbytes` (at least 1 MiB) and `queued.min.messages`.
+/// In process, what the log already holds for a new subscription is ready when `subscribe`
+/// returns; nothing to wait for on a live connection.
+#[cfg_attr(not(feature = "testing"), allow(clippy::unused_async))]
+async fn hand_over_backlog(core: &SubCore) {
+    #[cfg(feature = "testing")]
+    if let Some(link) = core.tap.link() {
+        link.handed_over(None).await;
+    }
+    #[cfg(not(feature = "testing"))]
+    let _ = core;
+}
+
 fn queue_limits(config: &crate::client::ConsumerConfig) -> (usize, usize) {
     (
         (config.queued_max_bytes / 2).max(1 << 20),
