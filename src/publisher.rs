@@ -18,7 +18,9 @@ use ruststream::{
 
 use crate::broker::{BrokerState, ConnectedKafkaBroker};
 use crate::client::records::Header;
-use crate::client::{DeliveryFuture, Error as ClientError, Producer, ProducerRecord};
+use crate::client::{
+    DeliveryFuture, Error as ClientError, Producer, ProducerRecord, RecordMetadata,
+};
 use crate::eos::EOS_SOURCE_HEADER;
 use crate::error::KafkaError;
 use crate::message::PARTITION_KEY_HEADER;
@@ -161,8 +163,23 @@ impl Publisher for KafkaPublisher {
         self.state.ensure_open(name)?;
         let record = producer_record(name, payload, headers, options)?;
         let producer = self.state.producer().await?;
-        send(producer, record, self.queue_timeout).await
+        let report = send(producer, record, self.queue_timeout).await?;
+        hand_over(&self.state, &report).await;
+        Ok(())
     }
+}
+
+/// In process, waits until the subscriptions of this connection hold the delivered record
+/// ready (see `InProcessLink::handed_over`); nothing on a live connection.
+#[cfg_attr(not(feature = "testing"), allow(clippy::unused_async))]
+pub(crate) async fn hand_over(state: &BrokerState, report: &RecordMetadata) {
+    #[cfg(feature = "testing")]
+    if let Some(link) = state.in_process() {
+        link.handed_over(Some((&report.topic, report.partition)))
+            .await;
+    }
+    #[cfg(not(feature = "testing"))]
+    let _ = (state, report);
 }
 
 /// Sends `record` and waits for its delivery report.
@@ -170,23 +187,29 @@ pub(crate) async fn send(
     producer: &Producer,
     record: ProducerRecord,
     queue_timeout: Option<Duration>,
-) -> Result<(), KafkaError> {
+) -> Result<RecordMetadata, KafkaError> {
     let queued = match queue_timeout {
         Some(bound) => producer.send_timeout(record, bound).await,
         None => producer.send(record).await,
     };
-    delivered(queued).await
+    report(queued).await
 }
 
 /// Waits for the delivery report of a record that was queued, or reports why it was not.
 pub(crate) async fn delivered(
     queued: Result<DeliveryFuture, ClientError>,
 ) -> Result<(), KafkaError> {
+    report(queued).await.map(drop)
+}
+
+/// The delivery report of a record that was queued, or why it was not queued or delivered.
+pub(crate) async fn report(
+    queued: Result<DeliveryFuture, ClientError>,
+) -> Result<RecordMetadata, KafkaError> {
     queued
         .map_err(KafkaError::publish)?
         .await
-        .map_err(KafkaError::publish)?;
-    Ok(())
+        .map_err(KafkaError::publish)
 }
 
 /// The native record for a message: the key header becomes the key, the source header is

@@ -53,6 +53,10 @@ pub(crate) struct Partition {
     /// The current generation (also kept in `tracked`); read without the lock on the hot path.
     pub generation: AtomicU64,
     pub tracked: Tracked,
+    /// The consumer's position right after the pump last queued records of this partition;
+    /// `i64::MIN` until then and after a reposition. The in-process hand-over reads it.
+    #[cfg(feature = "testing")]
+    queued_through: std::sync::atomic::AtomicI64,
 }
 
 /// The topic name as bytes, so that a [`Str`] can share it.
@@ -80,6 +84,8 @@ impl Partition {
             tp,
             generation: AtomicU64::new(0),
             tracked: Tracked::default(),
+            #[cfg(feature = "testing")]
+            queued_through: std::sync::atomic::AtomicI64::new(i64::MIN),
         }
     }
 
@@ -88,6 +94,8 @@ impl Partition {
         let mut tracked = self.tracked.lock();
         let generation = tracked.reset();
         self.generation.store(generation, Ordering::Release);
+        #[cfg(feature = "testing")]
+        self.queued_through.store(i64::MIN, Ordering::Release);
         generation
     }
 
@@ -214,7 +222,13 @@ impl SubCore {
             KafkaError::Consume(KafkaError::text(
                 "the subscription's consumer stopped during a seek",
             ))
-        })?
+        })??;
+        // In process, the records from the new position are ready when the seek returns.
+        #[cfg(feature = "testing")]
+        if let Some(link) = self.tap.link() {
+            link.handed_over(None).await;
+        }
+        Ok(())
     }
 
     /// The assigned partition `partition` of `topic`, if this subscription reads it.
@@ -318,6 +332,26 @@ impl SubCore {
                 (tp, start)
             })
             .collect()
+    }
+
+    /// Where this subscription has queued `tp` through: the consumer's position when the pump
+    /// last queued records of it, else (nothing queued since it was positioned) the position.
+    #[cfg(feature = "testing")]
+    pub(crate) fn queued_through(&self, tp: &TopicPartition) -> Option<i64> {
+        let queued = self
+            .known_partition(tp)
+            .map_or(i64::MIN, |part| part.queued_through.load(Ordering::Acquire));
+        if queued == i64::MIN {
+            self.consumer.position(tp)
+        } else {
+            Some(queued)
+        }
+    }
+
+    /// Whether the pump paused every partition because the queue is full.
+    #[cfg(feature = "testing")]
+    pub(crate) fn is_throttled(&self) -> bool {
+        lock(&self.queue).throttled
     }
 
     /// Resumes fetching after the stream drained a throttled queue.
@@ -773,6 +807,7 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
             }
         }
     }
+    hand_over_backlog(&core).await;
     Ok(KafkaSubscriber {
         core,
         current: None,
@@ -784,6 +819,18 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
 
 /// How much the subscription's own queue holds before the pump pauses fetching: half of
 /// librdkafka's `queued.max.messages.kbytes` (at least 1 MiB) and `queued.min.messages`.
+/// In process, what the log already holds for a new subscription is ready when `subscribe`
+/// returns; nothing to wait for on a live connection.
+#[cfg_attr(not(feature = "testing"), allow(clippy::unused_async))]
+async fn hand_over_backlog(core: &SubCore) {
+    #[cfg(feature = "testing")]
+    if let Some(link) = core.tap.link() {
+        link.handed_over(None).await;
+    }
+    #[cfg(not(feature = "testing"))]
+    let _ = core;
+}
+
 fn queue_limits(config: &crate::client::ConsumerConfig) -> (usize, usize) {
     (
         (config.queued_max_bytes / 2).max(1 << 20),
@@ -1004,6 +1051,14 @@ async fn pump(
     }
 }
 
+/// Notes that the pump queued `tp` through `position`.
+#[cfg(feature = "testing")]
+fn part_queued(core: &SubCore, tp: &TopicPartition, position: i64) {
+    if let Some(part) = core.known_partition(tp) {
+        part.queued_through.fetch_max(position, Ordering::AcqRel);
+    }
+}
+
 async fn on_event(
     core: &SubCore,
     event: ConsumerEvent,
@@ -1039,6 +1094,13 @@ async fn on_event(
                 core.consumer.pause(&core.consumer.assignment());
             }
             drop(queue);
+            #[cfg(feature = "testing")]
+            if let Some(link) = core.tap.link() {
+                if let Some(position) = core.consumer.position(&tp) {
+                    part_queued(core, &tp, position);
+                }
+                link.records_queued();
+            }
             if *unknown_topic {
                 *unknown_topic = false;
                 tracing::debug!(subscription = %core.name, "the subscribed topic is readable again");

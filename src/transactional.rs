@@ -33,7 +33,7 @@ use crate::client::{
     TransactionalProducer,
 };
 use crate::error::KafkaError;
-use crate::publisher::{KafkaOptions, delivered, producer_record, send};
+use crate::publisher::{KafkaOptions, hand_over, producer_record, report, send};
 
 /// The call deadline of `init`, `commit` and `abort` unless the policy sets one.
 const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -309,11 +309,14 @@ impl Publisher for KafkaTransactionalPublisher {
         let inner = &self.inner;
         inner.state.ensure_open(name)?;
         let record = producer_record(name, payload, headers, options)?;
-        if inner.is_open() {
-            return delivered(self.enqueue(record).await).await;
-        }
-        let producer = inner.state.producer().await?;
-        send(producer, record, inner.queue_timeout).await
+        let delivery = if inner.is_open() {
+            report(self.enqueue(record).await).await?
+        } else {
+            let producer = inner.state.producer().await?;
+            send(producer, record, inner.queue_timeout).await?
+        };
+        hand_over(&inner.state, &delivery).await;
+        Ok(())
     }
 }
 
@@ -344,7 +347,13 @@ impl TransactionalPublisher for KafkaTransactionalPublisher {
             *lock(&inner.open) = false;
             Ok(())
         })
-        .await
+        .await?;
+        // In process, committed records are ready for `read_committed` readers at once.
+        #[cfg(feature = "testing")]
+        if let Some(link) = state.in_process() {
+            link.handed_over(None).await;
+        }
+        Ok(())
     }
 
     /// Aborts the open transaction: its records are never visible to `read_committed`

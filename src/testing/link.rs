@@ -17,6 +17,7 @@
 //! the last one reported tells the coordinator the difference.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 
 use regex::Regex;
 use ruststream::testing::Coordinator;
@@ -24,6 +25,10 @@ use ruststream::testing::Coordinator;
 use super::cluster::{EmbeddedCluster, State};
 use crate::client::TopicPartition;
 use crate::subscriber::SubCore;
+
+/// The longest an in-process publish, subscribe or seek waits for the subscriptions of its
+/// connection to queue what the cluster holds for them.
+const HANDOVER_BOUND: Duration = Duration::from_secs(2);
 
 /// What a subscription reads, for the count.
 #[derive(Debug, Clone)]
@@ -57,6 +62,9 @@ struct Count {
 pub(crate) struct InProcessLink {
     pub(crate) cluster: EmbeddedCluster,
     count: Mutex<Count>,
+    /// Woken whenever a subscription queued records or the cluster changed, for
+    /// [`handed_over`](Self::handed_over).
+    handed: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for InProcessLink {
@@ -73,11 +81,13 @@ impl InProcessLink {
         let link = Arc::new(InProcessLink {
             cluster,
             count: Mutex::new(Count::default()),
+            handed: tokio::sync::Notify::new(),
         });
         let weak = Arc::downgrade(&link);
         link.cluster.shared().on_change(Box::new(move || {
             if let Some(link) = weak.upgrade() {
                 link.recount();
+                link.handed.notify_waiters();
             }
         }));
         link
@@ -118,6 +128,64 @@ impl InProcessLink {
             count.alive = count.alive.saturating_sub(1);
         }
         self.recount();
+    }
+
+    /// A subscription's pump queued records for its stream.
+    pub(crate) fn records_queued(&self) {
+        self.handed.notify_waiters();
+    }
+
+    /// Waits until every subscription of this connection has queued, for each partition it
+    /// holds (only `only` when given), every record the cluster holds for it, so that its stream
+    /// has them ready: the in-process transport hands records over as they are written, the
+    /// way a service's tests expect when they poll a stream right after publishing. A full
+    /// queue (the pump paused its partitions) is not waited for, and the wait is bounded.
+    pub(crate) async fn handed_over(&self, only: Option<(&str, i32)>) {
+        let deadline = tokio::time::Instant::now() + HANDOVER_BOUND;
+        loop {
+            let notified = self.handed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.all_queued(only) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn all_queued(&self, only: Option<(&str, i32)>) -> bool {
+        let readers: Vec<Arc<SubCore>> = {
+            let count = self.count();
+            count.readers.iter().filter_map(Weak::upgrade).collect()
+        };
+        let mut through = Vec::new();
+        for core in &readers {
+            let Some(reader) = core.tap.reader() else {
+                continue;
+            };
+            if core.is_throttled() {
+                continue;
+            }
+            for tp in core.consumer.assignment() {
+                if only.is_some_and(|(topic, partition)| {
+                    &*tp.topic != topic || tp.partition != partition
+                }) {
+                    continue;
+                }
+                if let Some(position) = core.queued_through(&tp) {
+                    through.push((tp, position, reader.read_committed));
+                }
+            }
+        }
+        // A subscription whose last handle was one of these closes here, outside the
+        // cluster's lock (its drop recounts, which takes that lock).
+        drop(readers);
+        let state = self.cluster.shared().state();
+        through.iter().all(|(tp, position, read_committed)| {
+            state.deliverable(&tp.topic, tp.partition, *position, *read_committed) == 0
+        })
     }
 
     /// Recounts what is outstanding and tells the coordinator the difference.
