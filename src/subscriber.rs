@@ -720,7 +720,7 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
     let mut config = settings.consumer_config();
     let auto_store = config.enable_auto_offset_store;
     #[cfg(feature = "testing")]
-    let config_view = reader_view(&config);
+    let config_view = in_process_reading(&state, &mut config);
     // The subscription stores offsets itself: at hand-over (Auto) or on settle (Tracked).
     config.enable_auto_offset_store = false;
     // A partition handed back before anything was read resumes where this member started,
@@ -838,9 +838,18 @@ fn queue_limits(config: &crate::client::ConsumerConfig) -> (usize, usize) {
     )
 }
 
-/// The isolation and reset the in-process count reads off a consumer configuration.
+/// The isolation and reset the in-process count reads off a consumer configuration, once the
+/// configuration reads late topics as the in-process transport hands them over.
 #[cfg(feature = "testing")]
-fn reader_view(config: &crate::client::ConsumerConfig) -> (bool, bool) {
+fn in_process_reading(
+    state: &BrokerState,
+    config: &mut crate::client::ConsumerConfig,
+) -> (bool, bool) {
+    // In process every record is handed over as it is written: a topic a pattern takes up
+    // later was written after the subscription began, so all of it is read.
+    if state.in_process().is_some() {
+        config.late_topic_start = crate::client::LateTopicStart::Earliest;
+    }
     (
         config.isolation == crate::client::IsolationLevel::ReadCommitted,
         config.auto_offset_reset == crate::client::OffsetReset::Earliest,

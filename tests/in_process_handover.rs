@@ -1,19 +1,26 @@
 //! In process, a record is in a subscription's stream by the time the call that put it in the
-//! log returns: `publish`, a transaction's `commit`, `subscribe` over a backlog, and a seek.
-//! A service's tests poll a stream once right after such a call and expect the record there,
-//! as they did with the librdkafka adapter's in-process transport.
+//! log returns: `publish`, a transaction's `commit`, `subscribe` over a backlog, and a seek, and
+//! a pattern subscription reads a topic the first publish creates. A service's tests poll a
+//! stream once right after such a call and expect the record there, as they did with the
+//! librdkafka adapter's in-process transport.
 #![cfg(feature = "testing")]
 
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use futures::{FutureExt as _, Stream, StreamExt as _};
-use ruststream::testing::InProcess as _;
+use ruststream::runtime::{AppInfo, Context, Handle, HandlerOutcome, RustStream, subscriber};
+use ruststream::testing::{InProcess as _, TestApp};
 use ruststream::{
-    IncomingMessage as _, OutgoingMessage, Publisher as _, Seekable as _, Seeker as _,
+    IncomingMessage as _, Outgoing, OutgoingMessage, Publisher as _, Seekable as _, Seeker as _,
     Subscribe as _, Subscriber as _, SubscriptionSource as _, TransactionalPublisher as _,
 };
 use ruststream_kafka::{
     ConnectedKafkaBroker, KafkaBroker, KafkaError, KafkaMessage, KafkaPosition, KafkaPublish,
-    KafkaTopic, StartOffset,
+    KafkaTopic, KafkaTopics, StartOffset,
 };
+use serde::{Deserialize, Serialize};
 
 async fn cluster() -> ConnectedKafkaBroker {
     KafkaBroker::new(["kafka.internal:9092"])
@@ -121,4 +128,79 @@ async fn a_committed_transaction_is_ready_when_commit_returns() {
     );
     writer.commit().await.expect("commit");
     assert_eq!(ready_now(&mut stream).await, bodies(&["x", "y"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pattern_reads_a_topic_the_first_publish_creates_after_it_subscribed() {
+    let broker = cluster().await;
+    // No start given: a new group starts at the end of what it matches now, yet a topic that
+    // appears later holds nothing written before the subscription, so all of it is read.
+    let mut regional = KafkaTopics::pattern("^shipments\\.")
+        .group("regional")
+        .subscribe(&broker)
+        .await
+        .expect("subscribe");
+    let mut stream = Box::pin(regional.stream());
+    write(&broker, "shipments.north", b"n1").await;
+    assert_eq!(ready_now(&mut stream).await, bodies(&["n1"]));
+
+    write(&broker, "shipments.south", b"s1").await;
+    write(&broker, "shipments.north", b"n2").await;
+    write(&broker, "shipping.misc", b"m1").await;
+    let mut seen = ready_now(&mut stream).await;
+    seen.sort();
+    assert_eq!(seen, bodies(&["n2", "s1"]));
+}
+
+/// Counts the parcels it takes.
+#[derive(Clone, Default)]
+struct Tally(Arc<AtomicUsize>);
+
+impl Handle<Parcel> for Tally {
+    fn handle(
+        &self,
+        _parcel: &Parcel,
+        _outs: &(),
+        _ctx: &mut Context<'_>,
+    ) -> impl Future<Output = Result<(), HandlerOutcome>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Ok(()))
+    }
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, Outgoing)]
+struct Parcel {
+    weight: u32,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_test_app_a_pattern_handler_is_called_for_a_topic_created_after_start() {
+    let tally = Tally::default();
+    let body = tally.clone();
+    let app = RustStream::new(AppInfo::new("depot", "1.0.0")).with_broker(
+        KafkaBroker::new(["kafka.internal:9092"]).default_group("depot"),
+        move |b| {
+            b.include(
+                subscriber(KafkaTopics::pattern("^parcels\\..+"), body.clone())
+                    .undocumented()
+                    .build(),
+            )
+            .out_retry(KafkaPublish::default())
+            .to("parcels-retry");
+        },
+    );
+    let tb = TestApp::start(app).await.expect("start");
+    for (topic, weight) in [("parcels.heavy", 40), ("parcels.light", 2)] {
+        tb.broker::<KafkaBroker>()
+            .message(&Parcel { weight })
+            .to(topic)
+            .publish()
+            .await
+            .expect("publish");
+    }
+    tb.broker::<KafkaBroker>()
+        .subscriber("^parcels\\..+")
+        .assert_called(2);
+    assert_eq!(tally.0.load(Ordering::SeqCst), 2);
+    tb.shutdown().await.expect("shutdown");
 }

@@ -27,9 +27,9 @@ pub use admin::{Admin, GroupDescription, NewTopic, OffsetSpec};
 pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub use consumer::{
-    CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, FetchStats, GroupMember,
-    GroupMetadata, GroupProtocol, OffsetReset, OffsetToCommit, Offsets, PartitionRecords,
-    Revocation, StartAt, Subscription, TopicPartition,
+    CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, ConsumerHandle, FetchStats,
+    GroupMember, GroupMetadata, GroupProtocol, LateTopicStart, OffsetReset, OffsetToCommit,
+    Offsets, PartitionRecords, Revocation, StartAt, Subscription, TopicPartition,
 };
 pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};

@@ -56,6 +56,8 @@ struct Count {
     reported: u64,
     alive: u64,
     readers: Vec<Weak<SubCore>>,
+    /// The cluster's count of topic creations when last looked at.
+    topics_created: u64,
 }
 
 /// A connected broker's link to its embedded cluster.
@@ -86,6 +88,7 @@ impl InProcessLink {
         let weak = Arc::downgrade(&link);
         link.cluster.shared().on_change(Box::new(move || {
             if let Some(link) = weak.upgrade() {
+                link.new_topics_to_patterns();
                 link.recount();
                 link.handed.notify_waiters();
             }
@@ -130,6 +133,26 @@ impl InProcessLink {
         self.recount();
     }
 
+    /// When the cluster created a topic, has every pattern subscription match again at once,
+    /// as the in-process transport routes a record to a topic created after a pattern
+    /// subscription opened (a live consumer waits for its next metadata refresh).
+    fn new_topics_to_patterns(&self) {
+        let created = self.cluster.shared().state().topics.created();
+        let readers: Vec<Arc<SubCore>> = {
+            let mut count = self.count();
+            if count.topics_created == created {
+                return;
+            }
+            count.topics_created = created;
+            count.readers.iter().filter_map(Weak::upgrade).collect()
+        };
+        for core in &readers {
+            if core.tap.reader().is_some_and(|r| r.pattern.is_some()) {
+                core.consumer.recheck_subscription();
+            }
+        }
+    }
+
     /// A subscription's pump queued records for its stream.
     pub(crate) fn records_queued(&self) {
         self.handed.notify_waiters();
@@ -161,14 +184,27 @@ impl InProcessLink {
             count.readers.iter().filter_map(Weak::upgrade).collect()
         };
         let mut through = Vec::new();
+        // Per group, the partitions its members here hold, and the topics its patterns took
+        // up late (those must be held before their records can be queued).
+        let mut held: Vec<(Option<&str>, TopicPartition)> = Vec::new();
+        let mut late: Vec<(Option<&str>, &Regex, &SubCore)> = Vec::new();
         for core in &readers {
             let Some(reader) = core.tap.reader() else {
                 continue;
             };
+            let assignment = core.consumer.assignment();
+            held.extend(
+                assignment
+                    .iter()
+                    .map(|tp| (reader.group.as_deref(), tp.clone())),
+            );
+            if let Some(pattern) = &reader.pattern {
+                late.push((reader.group.as_deref(), pattern, core));
+            }
             if core.is_throttled() {
                 continue;
             }
-            for tp in core.consumer.assignment() {
+            for tp in assignment {
                 if only.is_some_and(|(topic, partition)| {
                     &*tp.topic != topic || tp.partition != partition
                 }) {
@@ -179,13 +215,18 @@ impl InProcessLink {
                 }
             }
         }
+        let unheld = {
+            let state = self.cluster.shared().state();
+            let queued = through.iter().all(|(tp, position, read_committed)| {
+                state.deliverable(&tp.topic, tp.partition, *position, *read_committed) == 0
+            });
+            !queued || late_unheld(&state, &late, &held, only)
+        };
         // A subscription whose last handle was one of these closes here, outside the
         // cluster's lock (its drop recounts, which takes that lock).
+        drop(late);
         drop(readers);
-        let state = self.cluster.shared().state();
-        through.iter().all(|(tp, position, read_committed)| {
-            state.deliverable(&tp.topic, tp.partition, *position, *read_committed) == 0
-        })
+        !unheld
     }
 
     /// Recounts what is outstanding and tells the coordinator the difference.
@@ -198,7 +239,19 @@ impl InProcessLink {
         let readers: Vec<Arc<SubCore>> = count.readers.iter().filter_map(Weak::upgrade).collect();
         // Where each live reader stands, read before the cluster is locked (a subscription's
         // locks are never taken inside the cluster's).
-        let views: Vec<View> = readers.iter().filter_map(|core| View::of(core)).collect();
+        let topics: Vec<String> = self
+            .cluster
+            .shared()
+            .state()
+            .topics
+            .by_name
+            .keys()
+            .cloned()
+            .collect();
+        let views: Vec<View> = readers
+            .iter()
+            .filter_map(|core| View::of(core, &topics))
+            .collect();
         let owed = {
             let state = self.cluster.shared().state();
             owed(&state, &views)
@@ -222,19 +275,57 @@ impl InProcessLink {
     }
 }
 
+/// Whether a pattern subscription has yet to take up a partition of a topic it matched late
+/// that holds records (only `only` when given): no member of its group here holds it.
+fn late_unheld(
+    state: &State,
+    late: &[(Option<&str>, &Regex, &SubCore)],
+    held: &[(Option<&str>, TopicPartition)],
+    only: Option<(&str, i32)>,
+) -> bool {
+    late.iter().any(|(group, pattern, core)| {
+        state.topic_partitions().any(|(topic, partitions)| {
+            if !pattern.is_match(topic) || !core.consumer.is_late_topic(topic) {
+                return false;
+            }
+            (0..partitions).any(|partition| {
+                if only.is_some_and(|(t, p)| t != topic || p != partition) {
+                    return false;
+                }
+                let is_held = held
+                    .iter()
+                    .any(|(g, tp)| g == group && &*tp.topic == topic && tp.partition == partition);
+                !is_held && state.deliverable(topic, partition, 0, false) > 0
+            })
+        })
+    })
+}
+
 /// One live subscription as the count sees it.
 struct View {
     reader: Reader,
     /// Its assigned partitions and the next offset each hands out, where known.
     starts: Vec<(TopicPartition, Option<i64>)>,
+    /// Topics of the cluster its pattern took up after it first matched: read from their
+    /// start.
+    late: Vec<String>,
 }
 
 impl View {
-    fn of(core: &SubCore) -> Option<View> {
+    fn of(core: &SubCore, topics: &[String]) -> Option<View> {
         let reader = core.tap.reader()?.clone();
+        let late = match &reader.pattern {
+            Some(pattern) => topics
+                .iter()
+                .filter(|t| pattern.is_match(t) && core.consumer.is_late_topic(t))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
         Some(View {
             reader,
             starts: core.next_to_hand(),
+            late,
         })
     }
 }
@@ -251,8 +342,7 @@ fn owed(state: &State, views: &[View]) -> u64 {
                 continue;
             }
             counted.push((group, &tp.topic, tp.partition));
-            let start =
-                start.or_else(|| fallback_start(state, &view.reader, &tp.topic, tp.partition));
+            let start = start.or_else(|| fallback_start(state, view, &tp.topic, tp.partition));
             if let Some(start) = start {
                 total +=
                     state.deliverable(&tp.topic, tp.partition, start, view.reader.read_committed);
@@ -276,7 +366,7 @@ fn owed(state: &State, views: &[View]) -> u64 {
                     continue;
                 }
                 counted.push((Some(group), topic, partition));
-                if let Some(start) = fallback_start(state, &view.reader, topic, partition) {
+                if let Some(start) = fallback_start(state, view, topic, partition) {
                     total += state.deliverable(topic, partition, start, view.reader.read_committed);
                 }
             }
@@ -286,14 +376,16 @@ fn owed(state: &State, views: &[View]) -> u64 {
 }
 
 /// Where a reader that has not read `topic`/`partition` yet will start: the group's
-/// committed offset, else the reset (`latest` owes nothing already there).
-fn fallback_start(state: &State, reader: &Reader, topic: &str, partition: i32) -> Option<i64> {
+/// committed offset, else the reset (`latest` owes nothing already there), except on a topic
+/// its pattern took up late, read from the start.
+fn fallback_start(state: &State, view: &View, topic: &str, partition: i32) -> Option<i64> {
+    let reader = &view.reader;
     if let Some(group) = &reader.group
         && let Some(committed) = state.groups.committed(group, topic, partition)
     {
         return Some(committed);
     }
-    if reader.earliest {
+    if reader.earliest || view.late.iter().any(|t| t == topic) {
         state
             .topics
             .partition(topic, partition)

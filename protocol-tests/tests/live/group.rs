@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use protocol_tests::{client, create_topic, unique_topic};
 use ruststream_kafka::client::{
-    Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, ProducerRecord, ResponseError,
-    Subscription, TopicPartition,
+    Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, ConsumerHandle, LateTopicStart,
+    OffsetReset, ProducerRecord, ResponseError, Subscription, TopicPartition,
 };
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -31,6 +31,8 @@ pub(crate) struct Seen {
 /// A member running in its own task.
 pub(crate) struct Member {
     pub seen: Arc<Mutex<Seen>>,
+    /// The member's consumer, to act on while it polls.
+    pub handle: ConsumerHandle,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -49,6 +51,7 @@ impl Member {
         if let Err(e) = consumer.subscribe(subscription) {
             panic!("subscribe: {e}");
         }
+        let handle = consumer.handle();
         let seen = Arc::new(Mutex::new(Seen::default()));
         let (stop, mut stopped) = watch::channel(false);
         let log = seen.clone();
@@ -96,7 +99,12 @@ impl Member {
                 panic!("close: {e}");
             }
         });
-        Member { seen, stop, task }
+        Member {
+            seen,
+            handle,
+            stop,
+            task,
+        }
     }
 
     /// Closes the consumer (commit, leave) and waits for it.
@@ -368,6 +376,72 @@ async fn a_pattern_subscription_takes_in_new_topics() {
         m.with(|s| s.records.iter().any(|r| r.2 == "new"))
     })
     .await;
+    m.stop().await;
+}
+
+/// With the periodic refresh five minutes away, only the hint can bring the new topic in
+/// within the test; its records written before the member took it up are read because late
+/// topics start at their first record, while the topic present at the start honours `latest`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hint_takes_in_a_new_topic_at_once_and_a_late_topic_is_read_from_its_start() {
+    let client = client().await;
+    let prefix = unique_topic("late");
+    let first = format!("{prefix}-a");
+    create_topic(&client, &first, 1).await;
+    let p = producer(
+        &client,
+        super::codec_config(ruststream_kafka::client::Codec::None),
+    )
+    .await;
+    send_all(
+        &p,
+        vec![ProducerRecord::new(&first, bytes("before".to_owned()))],
+    )
+    .await;
+    let group = unique_topic("late-group");
+    let m = Member::start(
+        &client,
+        ConsumerConfig {
+            auto_offset_reset: OffsetReset::Latest,
+            late_topic_start: LateTopicStart::Earliest,
+            ..group_config(&group, "range")
+        },
+        Subscription::Pattern(format!("^{prefix}-.*")),
+    );
+    wait_until(Duration::from_secs(30), || m.with(|s| s.owned.len()) == 1).await;
+    let second = format!("{prefix}-b");
+    create_topic(&client, &second, 2).await;
+    let early: Vec<ProducerRecord> = (0..4)
+        .map(|i| ProducerRecord::new(&second, bytes(format!("early-{i}"))).partition(i % 2))
+        .collect();
+    send_all(&p, early).await;
+    // The new topic may take a moment to show in the metadata every broker answers.
+    for _ in 0..40 {
+        m.handle.recheck_subscription();
+        if m.with(|s| s.owned.len()) == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(
+        m.with(|s| s.owned.len()),
+        3,
+        "{:?}",
+        m.with(|s| s.changes.clone())
+    );
+    send_all(
+        &p,
+        vec![ProducerRecord::new(&first, bytes("after".to_owned()))],
+    )
+    .await;
+    wait_until(Duration::from_secs(30), || m.with(|s| s.records.len()) == 5).await;
+    let mut values: Vec<String> = m.with(|s| s.records.iter().map(|r| r.2.clone()).collect());
+    values.sort();
+    assert_eq!(
+        values,
+        ["after", "early-0", "early-1", "early-2", "early-3"],
+        "the first topic started at its end, the late one at its start"
+    );
     m.stop().await;
 }
 

@@ -18,6 +18,18 @@ pub enum OffsetReset {
     Error,
 }
 
+/// Not a librdkafka setting: where a topic that a pattern subscription matches only after its
+/// first match (one created since) starts when the group has no committed offset for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LateTopicStart {
+    /// At `auto.offset.reset`, as Kafka's clients start any partition (the default).
+    #[default]
+    Reset,
+    /// At its first record: every record of such a topic was written after the subscription
+    /// began, so none is skipped.
+    Earliest,
+}
+
 /// `group.protocol`: which rebalance protocol a group member speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GroupProtocol {
@@ -63,6 +75,9 @@ pub struct ConsumerConfig {
     /// was read then resumes there, not at a reset that moved on (with `latest`, records
     /// published in between would be skipped). Off by default.
     pub store_reset_positions: bool,
+    /// Not a librdkafka property: where a topic a pattern subscription takes up after its
+    /// first match starts when the group has no committed offset for it.
+    pub late_topic_start: LateTopicStart,
     /// `isolation.level`.
     pub isolation: IsolationLevel,
     /// `fetch.min.bytes`.
@@ -101,6 +116,7 @@ impl Default for ConsumerConfig {
             auto_commit_interval: Duration::from_secs(5),
             enable_auto_offset_store: true,
             store_reset_positions: false,
+            late_topic_start: LateTopicStart::Reset,
             isolation: IsolationLevel::ReadCommitted,
             fetch_min_bytes: 1,
             fetch_max_bytes: 52_428_800,

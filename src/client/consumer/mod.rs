@@ -27,13 +27,13 @@ mod positions;
 mod rebalance;
 mod state;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 
-pub use config::{ConsumerConfig, GroupProtocol, OffsetReset};
+pub use config::{ConsumerConfig, GroupProtocol, LateTopicStart, OffsetReset};
 pub(crate) use decode::decode_partition;
 pub(crate) use offsets::by_topic;
 pub use offsets::{CommittedOffset, GroupMember, GroupMetadata, OffsetToCommit, Offsets};
@@ -188,6 +188,10 @@ pub(crate) struct Shared {
     pub stats: Mutex<FetchStats>,
     /// True once the group completed a first assignment for this member (even an empty one).
     pub assigned_once: watch::Sender<bool>,
+    /// The topics the subscription covered when the group first resolved it.
+    pub first_topics: OnceLock<Vec<String>>,
+    /// Asks the group to match its subscription against the cluster now.
+    pub topics_hint: Notify,
 }
 
 impl Shared {
@@ -204,6 +208,18 @@ impl Shared {
 
     pub(crate) fn set_member(&self, member: Option<GroupMember>) {
         *self.member.lock().unwrap_or_else(PoisonError::into_inner) = member;
+    }
+
+    /// Notes the topics a resolution of the subscription found; the first one is kept.
+    pub(crate) fn note_topics(&self, topics: &[String]) {
+        let _ = self.first_topics.set(topics.to_vec());
+    }
+
+    /// Whether `topic` joined the subscription after its first resolution.
+    pub(crate) fn is_late_topic(&self, topic: &str) -> bool {
+        self.first_topics
+            .get()
+            .is_some_and(|first| !first.iter().any(|t| t == topic))
     }
 
     pub(crate) fn is_closing(&self) -> bool {
@@ -261,6 +277,8 @@ impl Consumer {
             group_lane,
             stats: Mutex::new(FetchStats::default()),
             assigned_once: watch::Sender::new(false),
+            first_topics: OnceLock::new(),
+            topics_hint: Notify::new(),
         });
         let mut tasks = vec![tokio::spawn(fetcher::run(shared.clone()))];
         if shared.config.enable_auto_commit && shared.offsets.is_some() {
@@ -355,6 +373,20 @@ impl ConsumerHandle {
     pub async fn first_assignment(&self) {
         let mut seen = self.shared.assigned_once.subscribe();
         let _ = seen.wait_for(|assigned| *assigned).await;
+    }
+
+    /// Matches the subscription against the cluster's topics now rather than at the next
+    /// metadata refresh, so a pattern takes up a topic created since at once. Meant for a
+    /// caller that knows a topic was just created; a no-op for a manual assignment.
+    pub fn recheck_subscription(&self) {
+        self.shared.topics_hint.notify_one();
+    }
+
+    /// Whether `topic` was not among the topics the subscription covered when the group first
+    /// resolved it (a topic a pattern matched later). False before that first resolution.
+    #[must_use]
+    pub fn is_late_topic(&self, topic: &str) -> bool {
+        self.shared.is_late_topic(topic)
     }
 
     /// Whether the group has given this member an assignment yet.

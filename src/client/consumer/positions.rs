@@ -10,7 +10,7 @@ use crate::client::admin::{Admin, OffsetSpec};
 use crate::client::error::{Error, Result};
 use crate::client::reader::IsolationLevel;
 
-use super::{OffsetReset, Shared, StartAt, TopicPartition};
+use super::{LateTopicStart, OffsetReset, Shared, StartAt, TopicPartition};
 
 /// The offset `start` means for `tp` now.
 pub(crate) async fn resolve_one(
@@ -120,10 +120,19 @@ pub(crate) async fn resolve(shared: Arc<Shared>, pending: Vec<(TopicPartition, u
     for (tp, generation, start) in pending {
         let start = match from_group.iter().position(|t| *t == tp) {
             Some(i) if committed.get(i).is_some_and(|&o| o >= 0) => StartAt::Offset(committed[i]),
+            Some(_)
+                if shared.config.late_topic_start == LateTopicStart::Earliest
+                    && shared.is_late_topic(&tp.topic) =>
+            {
+                StartAt::Earliest
+            }
             Some(_) => StartAt::Reset,
             None => start,
         };
-        let store = start == StartAt::Reset && shared.config.store_reset_positions;
+        // A start the group did not give is stored, so the first commit records it.
+        let store = shared.config.store_reset_positions
+            && (start == StartAt::Reset
+                || (start == StartAt::Earliest && from_group.contains(&tp)));
         match from_log(&shared, &tp, start).await {
             Ok(offset) => {
                 let mut state = shared.lock();

@@ -55,6 +55,11 @@ pub(crate) struct Topics {
 }
 
 impl Topics {
+    /// How many topics were ever created: it grows with every creation.
+    pub(crate) fn created(&self) -> u64 {
+        self.next_id
+    }
+
     /// Creates `name` with `partitions` partitions led round robin over `nodes` nodes; the
     /// caller has checked the name and that the topic does not exist.
     pub(crate) fn create(&mut self, name: &str, partitions: i32, nodes: u16) -> &mut Topic {

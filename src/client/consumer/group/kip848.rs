@@ -517,6 +517,7 @@ impl Membership {
                 )));
             }
             let wake = self.wake_at(now, beat.is_none(), step.is_none());
+            let shared = self.shared.clone();
             tokio::select! {
                 result = next(&mut beat) => {
                     beat = None;
@@ -532,6 +533,8 @@ impl Membership {
                 }
                 () = tokio::time::sleep_until(wake) => {}
                 _ = closing.changed() => {}
+                // The coordinator matches a pattern itself from v1 on.
+                () = shared.topics_hint.notified() => self.pattern_at = Instant::now(),
             }
         }
     }
@@ -695,6 +698,7 @@ impl Membership {
             }
             Step::Matched(result) => match result {
                 Ok(names) => {
+                    self.shared.note_topics(&names);
                     self.pattern_names = Some(names);
                     self.pattern_at = now + self.pattern_every();
                 }
@@ -750,6 +754,7 @@ impl Membership {
         };
         self.version = Some(beat.version);
         if let Some(names) = beat.names {
+            self.shared.note_topics(&names);
             self.pattern_names = Some(names);
             self.pattern_at = Instant::now() + self.pattern_every();
         }
