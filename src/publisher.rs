@@ -159,6 +159,7 @@ impl Publisher for KafkaPublisher {
         msg: OutgoingMessage<'_, &[u8]>,
         options: Option<&KafkaOptions>,
     ) -> Result<(), KafkaError> {
+        let _under_way = under_way(&self.state);
         let (name, payload, headers) = msg.into_parts();
         self.state.ensure_open(name)?;
         let record = producer_record(name, payload, headers, options)?;
@@ -168,6 +169,25 @@ impl Publisher for KafkaPublisher {
         Ok(())
     }
 }
+
+/// In process, marks a publish under way for as long as the value lives (see
+/// `InProcessLink::publishing`); nothing on a live connection.
+#[cfg(feature = "testing")]
+pub(crate) fn under_way(state: &BrokerState) -> Option<crate::testing::link::Publishing> {
+    state
+        .in_process()
+        .map(crate::testing::link::InProcessLink::publishing)
+}
+
+/// Nothing to mark without the in-process transport.
+#[cfg(not(feature = "testing"))]
+pub(crate) fn under_way(_state: &BrokerState) -> NothingUnderWay {
+    NothingUnderWay
+}
+
+/// What [`under_way`] gives without the in-process transport.
+#[cfg(not(feature = "testing"))]
+pub(crate) struct NothingUnderWay;
 
 /// In process, waits until the subscriptions of this connection hold the delivered record
 /// ready (see `InProcessLink::handed_over`); nothing on a live connection.

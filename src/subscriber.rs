@@ -632,6 +632,13 @@ impl Stream for KafkaBatches<'_> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         let subscriber = &mut *this.subscriber;
+        // In process a batch is cut from what a running publisher has finished writing.
+        #[cfg(feature = "testing")]
+        if let Some(link) = subscriber.core.tap.link()
+            && link.poll_quiet(cx).is_pending()
+        {
+            return Poll::Pending;
+        }
         let first = match subscriber.poll_item(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Err(err)) => return Poll::Ready(Some(Err(err))),

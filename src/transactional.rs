@@ -33,7 +33,7 @@ use crate::client::{
     TransactionalProducer,
 };
 use crate::error::KafkaError;
-use crate::publisher::{KafkaOptions, hand_over, producer_record, report, send};
+use crate::publisher::{KafkaOptions, hand_over, producer_record, report, send, under_way};
 
 /// The call deadline of `init`, `commit` and `abort` unless the policy sets one.
 const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -307,6 +307,7 @@ impl Publisher for KafkaTransactionalPublisher {
     ) -> Result<(), KafkaError> {
         let (name, payload, headers) = msg.into_parts();
         let inner = &self.inner;
+        let _under_way = under_way(&inner.state);
         inner.state.ensure_open(name)?;
         let record = producer_record(name, payload, headers, options)?;
         let delivery = if inner.is_open() {

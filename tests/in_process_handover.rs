@@ -204,3 +204,76 @@ async fn under_test_app_a_pattern_handler_is_called_for_a_topic_created_after_st
     assert_eq!(tally.0.load(Ordering::SeqCst), 2);
     tb.shutdown().await.expect("shutdown");
 }
+
+/// A handler that publishes a run of records, and a batch handler reading them.
+mod fan_out {
+    use ruststream::testing::TestApp;
+    use ruststream_kafka::KafkaPublish;
+    use ruststream_kafka::prelude::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Debug, Serialize, Deserialize, Outgoing)]
+    struct Manifest {
+        crates: u32,
+    }
+
+    #[derive(Debug, Serialize, Deserialize, Outgoing)]
+    struct Crate {
+        number: u32,
+    }
+
+    #[derive(OutSlot)]
+    #[publishes(Crate)]
+    struct Crates;
+
+    /// Unpacks a manifest into one record per crate.
+    #[subscriber("manifests")]
+    async fn unpack(
+        manifest: &Manifest,
+        Out(crates): Out<impl Publisher, Crates>,
+    ) -> HandlerOutcome {
+        for number in 0..manifest.crates {
+            let sent = crates
+                .message(&Crate { number })
+                .to("crates")
+                .publish()
+                .await;
+            if sent.is_err() {
+                return HandlerOutcome::retry();
+            }
+        }
+        HandlerOutcome::ack()
+    }
+
+    #[subscriber(KafkaTopic::new("crates"))]
+    async fn shelve(crates: &[Crate]) -> HandlerOutcome {
+        let _ = crates.len();
+        HandlerOutcome::ack()
+    }
+
+    /// On a current-thread runtime the unpacking handler writes every crate before the batch
+    /// handler runs, so the batches are cut by size alone.
+    #[tokio::test]
+    async fn a_run_published_by_one_handler_is_batched_by_size() {
+        let app = RustStream::new(AppInfo::new("warehouse", "1.0.0")).with_broker(
+            KafkaBroker::new(["kafka.internal:9092"]).default_group("warehouse"),
+            |b| {
+                b.include(unpack)
+                    .out(Crates, KafkaPublish::default())
+                    .build();
+                b.include(shelve.batch(nonzero!(3)));
+            },
+        );
+        let tb = TestApp::start(app).await.expect("start");
+        tb.broker::<KafkaBroker>()
+            .message(&Manifest { crates: 7 })
+            .to("manifests")
+            .publish()
+            .await
+            .expect("publish");
+        tb.broker::<KafkaBroker>()
+            .subscriber("crates")
+            .assert_batch_sizes(&[3, 3, 1]);
+        tb.shutdown().await.expect("shutdown");
+    }
+}

@@ -16,7 +16,9 @@
 //! every injection, every dropped delivery and every reposition. A recount that differs from
 //! the last one reported tells the coordinator the difference.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use regex::Regex;
@@ -67,6 +69,10 @@ pub(crate) struct InProcessLink {
     /// Woken whenever a subscription queued records or the cluster changed, for
     /// [`handed_over`](Self::handed_over).
     handed: tokio::sync::Notify,
+    /// Publishes of this connection under way (see [`publishing`](Self::publishing)).
+    publishing: AtomicUsize,
+    /// Batch streams waiting for no publish to be under way.
+    quiet: Mutex<Vec<Waker>>,
 }
 
 impl std::fmt::Debug for InProcessLink {
@@ -84,6 +90,8 @@ impl InProcessLink {
             cluster,
             count: Mutex::new(Count::default()),
             handed: tokio::sync::Notify::new(),
+            publishing: AtomicUsize::new(0),
+            quiet: Mutex::new(Vec::new()),
         });
         let weak = Arc::downgrade(&link);
         link.cluster.shared().on_change(Box::new(move || {
@@ -151,6 +159,34 @@ impl InProcessLink {
                 core.consumer.recheck_subscription();
             }
         }
+    }
+
+    /// Marks a publish of this connection under way until the guard drops. A batch is cut
+    /// only while none is (see [`poll_quiet`](Self::poll_quiet)): the in-process transport
+    /// of the librdkafka adapter writes synchronously, so a handler publishing a run of
+    /// records lands all of them before a batch handler on another task is handed any.
+    pub(crate) fn publishing(self: &Arc<Self>) -> Publishing {
+        self.publishing.fetch_add(1, Ordering::AcqRel);
+        Publishing(Arc::clone(self))
+    }
+
+    /// Ready when no publish of this connection is under way; otherwise `cx` is woken when
+    /// the last one ends.
+    pub(crate) fn poll_quiet(&self, cx: &std::task::Context<'_>) -> Poll<()> {
+        if self.publishing.load(Ordering::Acquire) == 0 {
+            return Poll::Ready(());
+        }
+        {
+            let mut quiet = self.quiet.lock().unwrap_or_else(PoisonError::into_inner);
+            if !quiet.iter().any(|w| w.will_wake(cx.waker())) {
+                quiet.push(cx.waker().clone());
+            }
+        }
+        // The last publish may have ended before the waker was in place.
+        if self.publishing.load(Ordering::Acquire) == 0 {
+            return Poll::Ready(());
+        }
+        Poll::Pending
     }
 
     /// A subscription's pump queued records for its stream.
@@ -299,6 +335,21 @@ fn late_unheld(
             })
         })
     })
+}
+
+/// A publish under way on an in-process connection (see [`InProcessLink::publishing`]).
+pub(crate) struct Publishing(Arc<InProcessLink>);
+
+impl Drop for Publishing {
+    fn drop(&mut self) {
+        if self.0.publishing.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let waiting =
+                std::mem::take(&mut *self.0.quiet.lock().unwrap_or_else(PoisonError::into_inner));
+            for waker in waiting {
+                waker.wake();
+            }
+        }
+    }
 }
 
 /// One live subscription as the count sees it.
