@@ -472,6 +472,14 @@ impl BrokerState {
             .send_modify(|n| *n = n.saturating_sub(1));
     }
 
+    /// Waits until every consumer whose subscription was dropped has closed (committed and
+    /// left its group).
+    #[cfg(feature = "testing")]
+    pub(crate) async fn consumers_closed(&self) {
+        let mut closing = self.closing_consumers.subscribe();
+        let _ = closing.wait_for(|n| *n == 0).await;
+    }
+
     /// Fails with [`KafkaError::Closed`] naming `what` once the broker is shut down.
     pub(crate) fn ensure_open(&self, what: &str) -> Result<(), KafkaError> {
         if self.is_closed() {

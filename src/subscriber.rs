@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -160,6 +160,9 @@ pub(crate) struct SubCore {
     wake: AtomicWaker,
     /// Tracked deliveries handed back with `nack(true)`, delivered before anything new.
     requeued: Mutex<VecDeque<KafkaMessage>>,
+    /// Set when the subscription handle is gone: nothing will deliver a requeued record
+    /// again, so a requeue then releases it unsettled.
+    detached: AtomicBool,
     commands: mpsc::UnboundedSender<Command>,
     closing: watch::Sender<bool>,
     /// Whether this core and its pump are gone, for the broker's shutdown to wait on closes.
@@ -206,6 +209,13 @@ impl SubCore {
     /// Hands a tracked delivery back to the subscription (`nack(true)`).
     pub(crate) fn requeue(&self, message: KafkaMessage) {
         lock(&self.requeued).push_back(message);
+        if self.detached.load(Ordering::Acquire) {
+            // Held here it would keep this core, and so its consumer and group membership,
+            // alive for good; the group's next member reads it from the committed offset.
+            let released = std::mem::take(&mut *lock(&self.requeued));
+            drop(released);
+            return;
+        }
         self.wake.wake();
     }
 
@@ -373,6 +383,10 @@ pub struct KafkaSubscriber {
     /// A delivery waiting on the schema registry, handed out before anything else.
     #[cfg(feature = "schema-registry")]
     resolving: std::sync::Mutex<Option<futures::future::BoxFuture<'static, KafkaMessage>>>,
+    /// In process, waits for the close this handle's drop starts: it drops after every other
+    /// field (fields drop in order), so after `core`.
+    #[cfg(feature = "testing")]
+    _close_wait: crate::testing::link::CloseWait,
 }
 
 struct Current {
@@ -392,6 +406,7 @@ impl fmt::Debug for KafkaSubscriber {
 
 impl Drop for KafkaSubscriber {
     fn drop(&mut self) {
+        self.core.detached.store(true, Ordering::Release);
         // Requeued deliveries hold the core; releasing them unsettled lets the consumer close
         // (the group's next member reads them from the committed offset).
         let requeued = std::mem::take(&mut *lock(&self.core.requeued));
@@ -400,6 +415,19 @@ impl Drop for KafkaSubscriber {
 }
 
 impl KafkaSubscriber {
+    /// The handle of an opened subscription.
+    fn over(core: Arc<SubCore>) -> Self {
+        KafkaSubscriber {
+            #[cfg(feature = "testing")]
+            _close_wait: crate::testing::link::CloseWait::new(&core),
+            core,
+            current: None,
+            pending_error: None,
+            #[cfg(feature = "schema-registry")]
+            resolving: std::sync::Mutex::new(None),
+        }
+    }
+
     /// The subscription's name (its topic, or its entries joined with `,`).
     #[must_use]
     pub fn topic(&self) -> &str {
@@ -410,6 +438,8 @@ impl KafkaSubscriber {
     /// broker's runtime, and for a group waits for the first assignment.
     pub(crate) async fn open(state: Arc<BrokerState>, plan: Plan) -> Result<Self, KafkaError> {
         state.ensure_open(&plan.name)?;
+        #[cfg(feature = "testing")]
+        crate::testing::link::after_closes(&state).await;
         let runtime = state.runtime().clone();
         // Opening spawns the consumer's tasks: they belong on the broker's runtime, whatever
         // runtime the caller is on.
@@ -756,6 +786,7 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
         queue: Mutex::new(Queue::default()),
         wake: AtomicWaker::new(),
         requeued: Mutex::new(VecDeque::new()),
+        detached: AtomicBool::new(false),
         commands,
         closing,
         life: Arc::clone(&life),
@@ -815,13 +846,7 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
         }
     }
     hand_over_backlog(&core).await;
-    Ok(KafkaSubscriber {
-        core,
-        current: None,
-        pending_error: None,
-        #[cfg(feature = "schema-registry")]
-        resolving: std::sync::Mutex::new(None),
-    })
+    Ok(KafkaSubscriber::over(core))
 }
 
 /// How much the subscription's own queue holds before the pump pauses fetching: half of

@@ -277,3 +277,71 @@ mod fan_out {
         tb.shutdown().await.expect("shutdown");
     }
 }
+
+fn tracked_on(topic: &str, group: &str) -> KafkaTopic {
+    KafkaTopic::new(topic)
+        .group(group)
+        .commit(ruststream_kafka::Commit::Tracked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requeue_after_its_subscription_closed_reaches_the_next_member() {
+    let broker = cluster().await;
+    write(&broker, "returns", b"r1").await;
+    let mut first = tracked_on("returns", "clerks")
+        .start(StartOffset::Earliest)
+        .subscribe(&broker)
+        .await
+        .expect("subscribe");
+    let held = {
+        let mut stream = Box::pin(first.stream());
+        stream
+            .next()
+            .now_or_never()
+            .flatten()
+            .expect("r1")
+            .expect("a delivery")
+    };
+    drop(first);
+    held.nack(true).await.expect("requeue");
+
+    let mut next = tracked_on("returns", "clerks")
+        .subscribe(&broker)
+        .await
+        .expect("subscribe");
+    let mut stream = Box::pin(next.stream());
+    assert_eq!(ready_now(&mut stream).await, bodies(&["r1"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_leaves_hands_its_partition_to_the_other_at_the_committed_offset() {
+    let broker = cluster().await;
+    let mut first = tracked_on("tickets", "desk")
+        .subscribe(&broker)
+        .await
+        .expect("subscribe");
+    let mut second = tracked_on("tickets", "desk")
+        .subscribe(&broker)
+        .await
+        .expect("subscribe");
+    write(&broker, "tickets", b"t1").await;
+    write(&broker, "tickets", b"t2").await;
+    // One partition: the first member holds it.
+    {
+        let mut stream = Box::pin(first.stream());
+        let t1 = stream
+            .next()
+            .now_or_never()
+            .flatten()
+            .expect("t1")
+            .expect("a delivery");
+        assert_eq!(t1.payload(), b"t1");
+        t1.ack().await.expect("ack");
+    }
+    assert!(ready_now(&mut Box::pin(second.stream())).await.is_empty());
+    drop(first);
+    assert_eq!(
+        ready_now(&mut Box::pin(second.stream())).await,
+        bodies(&["t2"])
+    );
+}

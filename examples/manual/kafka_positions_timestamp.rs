@@ -109,13 +109,17 @@ mod tests {
             station: "Brocken".to_owned(),
             millibar,
         };
-        // The cluster exists only once the service is starting: the cut is set a little ahead,
-        // the first reading written before it, the next two after it.
-        let since = now_millis() + 20;
+        // The cluster exists only once the service is starting: the cut is set half a second
+        // ahead (room for a slow start), the first reading written before it, the next two
+        // after it.
+        let since = now_millis() + 500;
         let (tb, cluster) = super::in_process::start_prepared(service(since), (), |cluster| {
             let _ = cluster.create_topic(READINGS, 1);
             super::in_process::seed(cluster, READINGS, None, &[reading(1004)])?;
-            std::thread::sleep(Duration::from_millis(40));
+            // Past the cut however long the first write took on a busy machine.
+            while now_millis() <= since + 5 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             super::in_process::seed(cluster, READINGS, None, &[reading(998), reading(995)])?;
             Ok(())
         })

@@ -25,12 +25,17 @@ use regex::Regex;
 use ruststream::testing::Coordinator;
 
 use super::cluster::{EmbeddedCluster, State};
+use crate::broker::BrokerState;
 use crate::client::TopicPartition;
 use crate::subscriber::SubCore;
 
 /// The longest an in-process publish, subscribe or seek waits for the subscriptions of its
 /// connection to queue what the cluster holds for them.
 const HANDOVER_BOUND: Duration = Duration::from_secs(2);
+
+/// How long the drop of an in-process subscription handle waits for whatever else briefly
+/// holds the subscription to let go, before it leaves the close to go on behind.
+const CLOSE_START_BOUND: Duration = Duration::from_millis(100);
 
 /// What a subscription reads, for the count.
 #[derive(Debug, Clone)]
@@ -97,6 +102,7 @@ impl InProcessLink {
         link.cluster.shared().on_change(Box::new(move || {
             if let Some(link) = weak.upgrade() {
                 link.new_topics_to_patterns();
+                link.rebalances_to_members();
                 link.recount();
                 link.handed.notify_waiters();
             }
@@ -156,8 +162,35 @@ impl InProcessLink {
         };
         for core in &readers {
             if core.tap.reader().is_some_and(|r| r.pattern.is_some()) {
-                core.consumer.recheck_subscription();
+                core.consumer.check_membership_now();
             }
+        }
+    }
+
+    /// Has the members here of a group waiting for its members to rejoin heartbeat now: the
+    /// rebalance a member's leave or join started then completes at once, as the in-process
+    /// transport of the librdkafka adapter reassigns partitions, not a heartbeat interval
+    /// later.
+    fn rebalances_to_members(&self) {
+        let readers: Vec<Arc<SubCore>> = {
+            let count = self.count();
+            count.readers.iter().filter_map(Weak::upgrade).collect()
+        };
+        let waiting: Vec<&SubCore> = {
+            let state = self.cluster.shared().state();
+            readers
+                .iter()
+                .filter(|core| {
+                    core.tap
+                        .reader()
+                        .and_then(|r| r.group.as_deref())
+                        .is_some_and(|group| state.groups.is_rebalancing(group))
+                })
+                .map(Arc::as_ref)
+                .collect()
+        };
+        for core in waiting {
+            core.consumer.check_membership_now();
         }
     }
 
@@ -220,10 +253,9 @@ impl InProcessLink {
             count.readers.iter().filter_map(Weak::upgrade).collect()
         };
         let mut through = Vec::new();
-        // Per group, the partitions its members here hold, and the topics its patterns took
-        // up late (those must be held before their records can be queued).
-        let mut held: Vec<(Option<&str>, TopicPartition)> = Vec::new();
-        let mut late: Vec<(Option<&str>, &Regex, &SubCore)> = Vec::new();
+        // Per group, the partitions its members here hold: a partition of a read topic that
+        // none holds (between a leave and the reassignment) has yet to be taken up.
+        let mut held: Vec<(Option<String>, TopicPartition)> = Vec::new();
         for core in &readers {
             let Some(reader) = core.tap.reader() else {
                 continue;
@@ -232,11 +264,8 @@ impl InProcessLink {
             held.extend(
                 assignment
                     .iter()
-                    .map(|tp| (reader.group.as_deref(), tp.clone())),
+                    .map(|tp| (reader.group.clone(), tp.clone())),
             );
-            if let Some(pattern) = &reader.pattern {
-                late.push((reader.group.as_deref(), pattern, core));
-            }
             if core.is_throttled() {
                 continue;
             }
@@ -246,23 +275,37 @@ impl InProcessLink {
                 }) {
                     continue;
                 }
-                if let Some(position) = core.queued_through(&tp) {
-                    through.push((tp, position, reader.read_committed));
-                }
+                // No position yet (its start is being looked up): nothing of it is queued.
+                let position = core.queued_through(&tp).unwrap_or(i64::MIN);
+                through.push((tp, position, reader.read_committed));
             }
         }
-        let unheld = {
+        let topics = self.topic_names();
+        let views: Vec<View> = readers
+            .iter()
+            .filter_map(|core| View::of(core, &topics))
+            .collect();
+        let ready = {
             let state = self.cluster.shared().state();
-            let queued = through.iter().all(|(tp, position, read_committed)| {
+            through.iter().all(|(tp, position, read_committed)| {
                 state.deliverable(&tp.topic, tp.partition, *position, *read_committed) == 0
-            });
-            !queued || late_unheld(&state, &late, &held, only)
+            }) && !unheld(&state, &views, &held, only)
         };
         // A subscription whose last handle was one of these closes here, outside the
         // cluster's lock (its drop recounts, which takes that lock).
-        drop(late);
         drop(readers);
-        !unheld
+        ready
+    }
+
+    fn topic_names(&self) -> Vec<String> {
+        self.cluster
+            .shared()
+            .state()
+            .topics
+            .by_name
+            .keys()
+            .cloned()
+            .collect()
     }
 
     /// Recounts what is outstanding and tells the coordinator the difference.
@@ -275,15 +318,7 @@ impl InProcessLink {
         let readers: Vec<Arc<SubCore>> = count.readers.iter().filter_map(Weak::upgrade).collect();
         // Where each live reader stands, read before the cluster is locked (a subscription's
         // locks are never taken inside the cluster's).
-        let topics: Vec<String> = self
-            .cluster
-            .shared()
-            .state()
-            .topics
-            .by_name
-            .keys()
-            .cloned()
-            .collect();
+        let topics = self.topic_names();
         let views: Vec<View> = readers
             .iter()
             .filter_map(|core| View::of(core, &topics))
@@ -311,27 +346,34 @@ impl InProcessLink {
     }
 }
 
-/// Whether a pattern subscription has yet to take up a partition of a topic it matched late
-/// that holds records (only `only` when given): no member of its group here holds it.
-fn late_unheld(
+/// Whether a group reading here owes records on a partition that none of its members here
+/// holds (only `only` when given): a member left or a pattern took a topic up, and the
+/// reassignment has yet to come. Partition readers hold what they name.
+fn unheld(
     state: &State,
-    late: &[(Option<&str>, &Regex, &SubCore)],
-    held: &[(Option<&str>, TopicPartition)],
+    views: &[View],
+    held: &[(Option<String>, TopicPartition)],
     only: Option<(&str, i32)>,
 ) -> bool {
-    late.iter().any(|(group, pattern, core)| {
+    views.iter().any(|view| {
+        if view.reader.group.is_none() || view.reader.partitions.is_some() {
+            return false;
+        }
         state.topic_partitions().any(|(topic, partitions)| {
-            if !pattern.is_match(topic) || !core.consumer.is_late_topic(topic) {
+            if !view.reader.reads(topic) {
                 return false;
             }
             (0..partitions).any(|partition| {
                 if only.is_some_and(|(t, p)| t != topic || p != partition) {
                     return false;
                 }
-                let is_held = held
-                    .iter()
-                    .any(|(g, tp)| g == group && &*tp.topic == topic && tp.partition == partition);
-                !is_held && state.deliverable(topic, partition, 0, false) > 0
+                let is_held = held.iter().any(|(group, tp)| {
+                    *group == view.reader.group && &*tp.topic == topic && tp.partition == partition
+                });
+                !is_held
+                    && fallback_start(state, view, topic, partition).is_some_and(|start| {
+                        state.deliverable(topic, partition, start, view.reader.read_committed) > 0
+                    })
             })
         })
     })
@@ -348,6 +390,76 @@ impl Drop for Publishing {
             for waker in waiting {
                 waker.wake();
             }
+        }
+    }
+}
+
+/// In process, a new subscription first lets the subscriptions dropped before it finish
+/// closing (bounded): a member that left is out of its group before the next one joins, as
+/// with the librdkafka adapter's in-process transport, where a close is immediate.
+pub(crate) async fn after_closes(state: &BrokerState) {
+    if state.in_process().is_some() {
+        let _ = tokio::time::timeout(HANDOVER_BOUND, state.consumers_closed()).await;
+    }
+}
+
+/// Held by an in-process subscription handle. When the handle was the last holder of its
+/// subscription, its drop waits (on a multi-thread runtime, bounded) until the consumer has
+/// left its group and the group's other members here hold and have queued what it read, so
+/// a test reading a surviving member's stream right after the drop finds the records there,
+/// as the librdkafka adapter's in-process transport reassigns synchronously.
+pub(crate) struct CloseWait {
+    state: Option<Arc<BrokerState>>,
+    core: Weak<SubCore>,
+}
+
+impl CloseWait {
+    pub(crate) fn new(core: &Arc<SubCore>) -> Self {
+        CloseWait {
+            state: core.state.in_process().map(|_| Arc::clone(&core.state)),
+            core: Arc::downgrade(core),
+        }
+    }
+}
+
+impl Drop for CloseWait {
+    fn drop(&mut self) {
+        let Some(state) = self.state.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return;
+        }
+        let core = std::mem::take(&mut self.core);
+        let settle = async move {
+            // The subscription closes once nothing holds it: a delivery still held keeps it
+            // open (nothing to wait for), while the pump holds it only for a moment.
+            let gone = tokio::time::timeout(CLOSE_START_BOUND, async {
+                while core.strong_count() > 0 {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+            .await;
+            if gone.is_err() {
+                return;
+            }
+            let _ = tokio::time::timeout(HANDOVER_BOUND, async {
+                state.consumers_closed().await;
+                if let Some(link) = state.in_process() {
+                    link.handed_over(None).await;
+                }
+            })
+            .await;
+        };
+        // Blocking is refused inside a `LocalSet`; the close then simply goes on behind.
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tokio::task::block_in_place(|| runtime.block_on(settle));
+        }));
+        if waited.is_err() {
+            tracing::debug!("in process: not waiting for a dropped subscription to close here");
         }
     }
 }

@@ -417,7 +417,7 @@ async fn a_hint_takes_in_a_new_topic_at_once_and_a_late_topic_is_read_from_its_s
     send_all(&p, early).await;
     // The new topic may take a moment to show in the metadata every broker answers.
     for _ in 0..40 {
-        m.handle.recheck_subscription();
+        m.handle.check_membership_now();
         if m.with(|s| s.owned.len()) == 3 {
             break;
         }

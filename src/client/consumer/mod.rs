@@ -190,8 +190,8 @@ pub(crate) struct Shared {
     pub assigned_once: watch::Sender<bool>,
     /// The topics the subscription covered when the group first resolved it.
     pub first_topics: OnceLock<Vec<String>>,
-    /// Asks the group to match its subscription against the cluster now.
-    pub topics_hint: Notify,
+    /// Asks the group membership to heartbeat and match its subscription now.
+    pub act_now: Notify,
 }
 
 impl Shared {
@@ -278,7 +278,7 @@ impl Consumer {
             stats: Mutex::new(FetchStats::default()),
             assigned_once: watch::Sender::new(false),
             first_topics: OnceLock::new(),
-            topics_hint: Notify::new(),
+            act_now: Notify::new(),
         });
         let mut tasks = vec![tokio::spawn(fetcher::run(shared.clone()))];
         if shared.config.enable_auto_commit && shared.offsets.is_some() {
@@ -375,11 +375,13 @@ impl ConsumerHandle {
         let _ = seen.wait_for(|assigned| *assigned).await;
     }
 
-    /// Matches the subscription against the cluster's topics now rather than at the next
-    /// metadata refresh, so a pattern takes up a topic created since at once. Meant for a
-    /// caller that knows a topic was just created; a no-op for a manual assignment.
-    pub fn recheck_subscription(&self) {
-        self.shared.topics_hint.notify_one();
+    /// Has the group membership act now rather than at its next interval: heartbeat (so a
+    /// rebalance the coordinator started is joined at once) and match the subscription
+    /// against the cluster's topics (so a pattern takes up a topic created since). Meant for
+    /// a caller that knows the group or the topics just changed; a no-op for a manual
+    /// assignment.
+    pub fn check_membership_now(&self) {
+        self.shared.act_now.notify_one();
     }
 
     /// Whether `topic` was not among the topics the subscription covered when the group first

@@ -479,22 +479,15 @@ impl Classic {
             Some(self.shared.client.config().metadata_refresh_interval).filter(|d| !d.is_zero());
         let mut next_refresh = refresh_every.and_then(|d| Instant::now().checked_add(d));
         let shared = self.shared.clone();
-        // A hint does not put the next heartbeat off.
-        let mut beat_at = tokio::time::Instant::now() + interval;
         loop {
             let hinted = tokio::select! {
-                () = tokio::time::sleep_until(beat_at) => false,
+                () = tokio::time::sleep(interval) => false,
                 _ = closing.wait_for(|c| *c) => return Ok(Next::Close),
-                () = shared.topics_hint.notified() => true,
+                () = shared.act_now.notified() => true,
             };
             if hinted {
                 next_refresh = Some(Instant::now());
-                if self.topics_changed(&mut next_refresh, refresh_every).await {
-                    return Ok(Next::Rejoin);
-                }
-                continue;
             }
-            beat_at = tokio::time::Instant::now() + interval;
             if self.shared.since_last_poll() > self.config().max_poll_interval {
                 return Ok(Next::PollTimeout);
             }

@@ -533,8 +533,11 @@ impl Membership {
                 }
                 () = tokio::time::sleep_until(wake) => {}
                 _ = closing.changed() => {}
-                // The coordinator matches a pattern itself from v1 on.
-                () = shared.topics_hint.notified() => self.pattern_at = Instant::now(),
+                () = shared.act_now.notified() => {
+                    // The coordinator matches a pattern itself from v1 on.
+                    self.pattern_at = Instant::now();
+                    self.next_beat = Instant::now();
+                }
             }
         }
     }

@@ -121,6 +121,14 @@ impl Groups {
         );
     }
 
+    /// Whether `group` is a classic group waiting for its members to rejoin.
+    pub(crate) fn is_rebalancing(&self, group: &str) -> bool {
+        matches!(
+            self.by_id.get(group),
+            Some(Group::Classic(g)) if g.phase == classic::Phase::PreparingRebalance
+        )
+    }
+
     /// The committed offset of `group` on `topic`/`partition`, if any.
     pub(crate) fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
         self.offsets.get(group, topic, partition).map(|c| c.offset)
