@@ -472,6 +472,12 @@ impl BrokerState {
             .send_modify(|n| *n = n.saturating_sub(1));
     }
 
+    /// How many consumers whose subscription was dropped are still closing.
+    #[cfg(feature = "testing")]
+    pub(crate) fn closing_count(&self) -> usize {
+        *self.closing_consumers.borrow()
+    }
+
     /// Waits until every consumer whose subscription was dropped has closed (committed and
     /// left its group).
     #[cfg(feature = "testing")]

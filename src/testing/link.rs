@@ -16,7 +16,7 @@
 //! every injection, every dropped delivery and every reposition. A recount that differs from
 //! the last one reported tells the coordinator the difference.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Poll, Waker};
 use std::time::Duration;
@@ -36,6 +36,10 @@ const HANDOVER_BOUND: Duration = Duration::from_secs(2);
 /// How long the drop of an in-process subscription handle waits for whatever else briefly
 /// holds the subscription to let go, before it leaves the close to go on behind.
 const CLOSE_START_BOUND: Duration = Duration::from_millis(100);
+
+/// How long that drop gives the runtime to start a task before it takes the runtime for one
+/// that stopped.
+const PROBE_BOUND: Duration = Duration::from_millis(50);
 
 /// What a subscription reads, for the count.
 #[derive(Debug, Clone)]
@@ -247,7 +251,7 @@ impl InProcessLink {
         }
     }
 
-    fn all_queued(&self, only: Option<(&str, i32)>) -> bool {
+    pub(crate) fn all_queued(&self, only: Option<(&str, i32)>) -> bool {
         let readers: Vec<Arc<SubCore>> = {
             let count = self.count();
             count.readers.iter().filter_map(Weak::upgrade).collect()
@@ -433,30 +437,44 @@ impl Drop for CloseWait {
         if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
             return;
         }
+        // A runtime shutting down (a test ending without `shutdown`) runs nothing more:
+        // a task it never starts says so, and there is then nothing to wait for.
+        let running = Arc::new(AtomicBool::new(false));
+        let probe = Arc::clone(&running);
+        drop(runtime.spawn(async move { probe.store(true, Ordering::Release) }));
         let core = std::mem::take(&mut self.core);
-        let settle = async move {
-            // The subscription closes once nothing holds it: a delivery still held keeps it
-            // open (nothing to wait for), while the pump holds it only for a moment.
-            let gone = tokio::time::timeout(CLOSE_START_BOUND, async {
-                while core.strong_count() > 0 {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
+        // The wait polls plain state against the wall clock: the runtime's timers are not
+        // needed, so it cannot hang on a runtime that stopped.
+        let settle = move || {
+            let until = |bound: Duration, done: &dyn Fn() -> bool| {
+                let deadline = std::time::Instant::now() + bound;
+                while !done() {
+                    if std::time::Instant::now() >= deadline {
+                        return false;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
                 }
-            })
-            .await;
-            if gone.is_err() {
+                true
+            };
+            if !until(PROBE_BOUND, &|| running.load(Ordering::Acquire)) {
                 return;
             }
-            let _ = tokio::time::timeout(HANDOVER_BOUND, async {
-                state.consumers_closed().await;
-                if let Some(link) = state.in_process() {
-                    link.handed_over(None).await;
-                }
-            })
-            .await;
+            // The subscription closes once nothing holds it: a delivery still held keeps it
+            // open (nothing to wait for), while the pump holds it only for a moment.
+            if !until(CLOSE_START_BOUND, &|| core.strong_count() == 0) {
+                return;
+            }
+            let deadline = std::time::Instant::now() + HANDOVER_BOUND;
+            let left = || deadline.saturating_duration_since(std::time::Instant::now());
+            if until(left(), &|| state.closing_count() == 0)
+                && let Some(link) = state.in_process()
+            {
+                until(left(), &|| link.all_queued(None));
+            }
         };
         // Blocking is refused inside a `LocalSet`; the close then simply goes on behind.
         let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tokio::task::block_in_place(|| runtime.block_on(settle));
+            tokio::task::block_in_place(settle);
         }));
         if waited.is_err() {
             tracing::debug!("in process: not waiting for a dropped subscription to close here");
