@@ -71,6 +71,13 @@ struct Count {
     topics_created: u64,
 }
 
+impl Count {
+    /// The subscriptions of this connection still open.
+    fn live_readers(&self) -> Vec<Arc<SubCore>> {
+        self.readers.iter().filter_map(Weak::upgrade).collect()
+    }
+}
+
 /// A connected broker's link to its embedded cluster.
 pub(crate) struct InProcessLink {
     pub(crate) cluster: EmbeddedCluster,
@@ -162,7 +169,7 @@ impl InProcessLink {
                 return;
             }
             count.topics_created = created;
-            count.readers.iter().filter_map(Weak::upgrade).collect()
+            count.live_readers()
         };
         for core in &readers {
             if core.tap.reader().is_some_and(|r| r.pattern.is_some()) {
@@ -178,7 +185,7 @@ impl InProcessLink {
     fn rebalances_to_members(&self) {
         let readers: Vec<Arc<SubCore>> = {
             let count = self.count();
-            count.readers.iter().filter_map(Weak::upgrade).collect()
+            count.live_readers()
         };
         let waiting: Vec<&SubCore> = {
             let state = self.cluster.shared().state();
@@ -254,7 +261,7 @@ impl InProcessLink {
     pub(crate) fn all_queued(&self, only: Option<(&str, i32)>) -> bool {
         let readers: Vec<Arc<SubCore>> = {
             let count = self.count();
-            count.readers.iter().filter_map(Weak::upgrade).collect()
+            count.live_readers()
         };
         let mut through = Vec::new();
         // Per group, the partitions its members here hold: a partition of a read topic that
@@ -284,11 +291,7 @@ impl InProcessLink {
                 through.push((tp, position, reader.read_committed));
             }
         }
-        let topics = self.topic_names();
-        let views: Vec<View> = readers
-            .iter()
-            .filter_map(|core| View::of(core, &topics))
-            .collect();
+        let views = self.views(&readers);
         let ready = {
             let state = self.cluster.shared().state();
             through.iter().all(|(tp, position, read_committed)| {
@@ -299,6 +302,15 @@ impl InProcessLink {
         // cluster's lock (its drop recounts, which takes that lock).
         drop(readers);
         ready
+    }
+
+    /// How the count sees each of `readers` (the live ones of this connection).
+    fn views(&self, readers: &[Arc<SubCore>]) -> Vec<View> {
+        let topics = self.topic_names();
+        readers
+            .iter()
+            .filter_map(|core| View::of(core, &topics))
+            .collect()
     }
 
     fn topic_names(&self) -> Vec<String> {
@@ -319,14 +331,10 @@ impl InProcessLink {
             return;
         }
         count.readers.retain(|r| r.strong_count() > 0);
-        let readers: Vec<Arc<SubCore>> = count.readers.iter().filter_map(Weak::upgrade).collect();
+        let readers: Vec<Arc<SubCore>> = count.live_readers();
         // Where each live reader stands, read before the cluster is locked (a subscription's
         // locks are never taken inside the cluster's).
-        let topics = self.topic_names();
-        let views: Vec<View> = readers
-            .iter()
-            .filter_map(|core| View::of(core, &topics))
-            .collect();
+        let views = self.views(&readers);
         let owed = {
             let state = self.cluster.shared().state();
             owed(&state, &views)
