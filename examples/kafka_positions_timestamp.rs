@@ -52,7 +52,7 @@ fn app() -> impl App<State = ()> {
         .checked_sub(Duration::from_hours(1))
         .and_then(|then| then.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX) // ms since the epoch
         });
     service(hour_ago)
 }

@@ -57,10 +57,10 @@ async fn price(
     Out(lanes): Out<impl PartitionLanes>,
 ) -> HandlerOutcome {
     // A lane that cannot open its producer hands the trip back for another try.
-    let Ok(publisher) = lanes.for_partition(partition).await else {
+    let Ok(lane) = lanes.for_partition(partition).await else {
         return HandlerOutcome::retry();
     };
-    if publisher.begin_transaction().await.is_err() {
+    if lane.begin_transaction().await.is_err() {
         return HandlerOutcome::retry();
     }
     for &cents in &trip.charges {
@@ -68,12 +68,12 @@ async fn price(
             trip: trip.id,
             cents,
         };
-        if publisher.message(&fare).publish().await.is_err() {
-            publisher.abort().await.ok();
+        if lane.message(&fare).publish().await.is_err() {
+            lane.abort().await.ok();
             return HandlerOutcome::retry();
         }
     }
-    match publisher.commit().await {
+    match lane.commit().await {
         Ok(()) => HandlerOutcome::ack(),
         Err(_) => HandlerOutcome::retry(),
     }

@@ -310,7 +310,7 @@ impl DescribeServer for KafkaBroker {
             .iter()
             .map(|s| ServerSpec::host_from_url(s))
             .collect();
-        let spec = ServerSpec::new(hosts.join(","), "kafka");
+        let spec = ServerSpec::new(hosts.join(","), "kafka"); // AsyncAPI protocol name
         #[cfg(all(feature = "schema-registry", feature = "asyncapi"))]
         let spec = spec.bindings(crate::bindings::server(
             self.registry_edges

@@ -237,7 +237,7 @@ async fn keyed_order_over_three_partitions() {
         move |name: &str| source(name).lane_key(LaneKey::RecordKey),
         publisher,
         |key: &[u8], headers: &mut ruststream::HeaderMap| {
-            headers.insert(PARTITION_KEY_HEADER, Bytes::copy_from_slice(key));
+            headers.insert(PARTITION_KEY_HEADER, Bytes::from(key.to_vec())); // the native key
             None::<KafkaOptions>
         },
     )

@@ -122,7 +122,7 @@ async fn keyed_order() {
         |name: &str| source(Commit::Tracked)(name).lane_key(LaneKey::RecordKey),
         publisher,
         |key: &[u8], headers: &mut ruststream::HeaderMap| {
-            headers.insert(PARTITION_KEY_HEADER, Bytes::copy_from_slice(key));
+            headers.insert(PARTITION_KEY_HEADER, Bytes::from(key.to_vec())); // the native key
             None::<KafkaOptions>
         },
     )

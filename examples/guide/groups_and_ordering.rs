@@ -167,10 +167,10 @@ mod tests {
         super::in_process::seed_keyed(&cluster, TRANSFERS, &transfers)?;
 
         let kafka = tb.broker::<ruststream_kafka::KafkaBroker>();
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let give_up = Instant::now() + Duration::from_secs(30);
         while (cluster.records(ENTRIES).len() < transfers.len()
             || kafka.published::<Screened>(SCREENED).messages().len() < transfers.len())
-            && Instant::now() < deadline
+            && Instant::now() < give_up
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -233,13 +233,13 @@ mod tests {
             .collect();
         seed_keyed(TRANSFERS, &transfers).await?;
 
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let give_up = Instant::now() + Duration::from_secs(30);
         let (entries, screened) = loop {
             let entries = all_of(ENTRIES, 3).await?;
             let screened = all_of(SCREENED, 1).await?;
             let done = entries.iter().map(Vec::len).sum::<usize>() >= transfers.len()
                 && screened[0].len() >= transfers.len();
-            if !done && Instant::now() < deadline {
+            if !done && Instant::now() < give_up {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }

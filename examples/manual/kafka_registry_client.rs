@@ -67,7 +67,8 @@ impl Handle<Reading<'_>, AuditLine, (), (), Inspector> for Inspect {
                 format: "unframed".to_owned(),
             });
         };
-        match ctx.state().registry.schema_by_id(id).await {
+        let found = ctx.state().registry.schema_by_id(id).await;
+        match found {
             Ok(schema) => Ok(AuditLine {
                 schema_id: Some(id),
                 format: format!("{:?}", schema.schema_type()),

@@ -44,7 +44,7 @@ pub async fn claim_filed_in_process<A: App>(app: A, claims: &str, receipts: &str
 /// A security protocol the client does not know stops the start, and the error names the
 /// property to fix.
 pub async fn misspelt_protocol_refused<A: App>(app: A) {
-    let refused = TestApp::start(app).await.err().map(|err| err.to_string());
+    let refused = TestApp::start(app).await.err().map(|e| e.to_string());
     assert!(
         matches!(&refused, Some(text) if text.contains("security.protocol")),
         "{refused:?}"

@@ -52,7 +52,7 @@ impl RegistryClient for SeedCatalog {
         let found = (id == self.packet.id()).then(|| Arc::clone(&self.packet));
         Box::pin(async move {
             found.ok_or_else(|| {
-                KafkaError::SchemaRegistry(format!("schema id {id} is not in the catalog").into())
+                KafkaError::SchemaRegistry(format!("the seeded catalog has no schema {id}").into())
             })
         })
     }

@@ -109,7 +109,8 @@ impl SchemaPrefetch {
     pub(crate) async fn resolve_declared(&self) -> Result<(), KafkaError> {
         for declared in self.declared() {
             let subject = declared.subject.as_str();
-            if self.registry.latest(subject).await?.is_some() {
+            let registered = self.registry.latest(subject).await?;
+            if registered.is_some() {
                 if self.check_compatibility {
                     self.registry
                         .is_compatible(subject, declared.schema_type, declared.definition)
@@ -158,10 +159,10 @@ impl SchemaPrefetch {
         if self.registry.cached_schema(id).is_some() {
             return;
         }
-        if let Err(err) = self.registry.schema_by_id(id).await {
+        if let Err(failure) = self.registry.schema_by_id(id).await {
             tracing::warn!(
                 schema_id = id,
-                error = %err,
+                error = %failure,
                 "the writer schema of a framed delivery could not be resolved"
             );
         }
