@@ -57,6 +57,8 @@ pub struct PartitionReader {
     pub max_wait: Duration,
     /// `max.partition.fetch.bytes` (also the total for the request).
     pub max_bytes: i32,
+    /// `check.crcs`: whether each fetched batch's CRC-32C is checked.
+    pub check_crcs: bool,
 }
 
 impl PartitionReader {
@@ -69,6 +71,7 @@ impl PartitionReader {
             isolation: IsolationLevel::ReadCommitted,
             max_wait: Duration::from_millis(500),
             max_bytes: 1_048_576,
+            check_crcs: false,
         }
     }
 
@@ -135,6 +138,7 @@ impl PartitionReader {
             offset,
             self.isolation,
             self.client.config().max_response_size,
+            self.check_crcs,
         )?;
         Ok(FetchedPartition {
             records: decoded.records,

@@ -37,7 +37,7 @@ use super::table::id;
 /// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
 /// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
-pub const ACTED_ON: [&str; 67] = [
+pub const ACTED_ON: [&str; 68] = [
     // ClientConfig
     "bootstrap.servers",
     "client.id",
@@ -98,6 +98,7 @@ pub const ACTED_ON: [&str; 67] = [
     "auto.commit.interval.ms",
     "enable.auto.offset.store",
     "isolation.level",
+    "check.crcs",
     "fetch.min.bytes",
     "fetch.max.bytes",
     "fetch.wait.max.ms",
@@ -310,6 +311,7 @@ pub(super) fn consumer_config(s: &Settings) -> ConsumerConfig {
         } else {
             IsolationLevel::ReadCommitted
         },
+        check_crcs: s.bool(id::CHECK_CRCS),
         fetch_min_bytes: s.int(id::FETCH_MIN_BYTES),
         fetch_max_bytes: s.int(id::FETCH_MAX_BYTES),
         fetch_wait_max: millis(s.int(id::FETCH_WAIT_MAX_MS)),

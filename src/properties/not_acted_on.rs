@@ -29,9 +29,9 @@ use super::validate::resolve;
 /// - Legacy, deprecated and librdkafka-internal settings, which librdkafka itself mostly ignores.
 /// - Producer and consumer details: `enable.gapless.guarantee`,
 ///   `queue.buffering.backpressure.threshold`, `delivery.report.only.error`, `queuing.strategy`,
-///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `check.crcs`, `coordinator.query.interval.ms`,
+///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `coordinator.query.interval.ms`,
 ///   `group.protocol.type`.
-pub const NOT_ACTED_ON: [&str; 67] = [
+pub const NOT_ACTED_ON: [&str; 66] = [
     "client.software.name",
     "client.software.version",
     "message.copy.max.bytes",
@@ -85,7 +85,6 @@ pub const NOT_ACTED_ON: [&str; 67] = [
     "fetch.queue.backoff.ms",
     "offset.store.method",
     "enable.partition.eof",
-    "check.crcs",
     "enable.gapless.guarantee",
     "queue.buffering.backpressure.threshold",
     "delivery.report.only.error",

@@ -30,6 +30,7 @@ pub(crate) fn decode_partition(
     from: i64,
     isolation: IsolationLevel,
     max_decompressed: usize,
+    check_crcs: bool,
 ) -> Result<Decoded> {
     let mut aborted: Vec<(i64, i64)> = aborted
         .unwrap_or_default()
@@ -43,7 +44,7 @@ pub(crate) fn decode_partition(
         records: Vec::new(),
         next_offset: from,
     };
-    for batch in RecordBatches::new(data, max_decompressed) {
+    for batch in RecordBatches::new(data, max_decompressed).check_crc(check_crcs) {
         let batch = batch?;
         let h = batch.header;
         while let Some(&(first, pid)) = aborted.peek() {

@@ -433,6 +433,7 @@ async fn fetch_and_decode(
                     want.position.offset,
                     config.isolation,
                     max_decompressed,
+                    config.check_crcs,
                 )
             } else {
                 Ok(Decoded::default())

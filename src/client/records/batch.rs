@@ -297,6 +297,14 @@ impl RecordBatches {
         }
     }
 
+    /// Whether each batch's CRC-32C is checked (on by default). A batch that fails it is an
+    /// error; unchecked, a corrupt batch still decodes within bounds or fails as malformed.
+    #[must_use]
+    pub fn check_crc(mut self, check: bool) -> Self {
+        self.verify_crc = check;
+        self
+    }
+
     fn next_batch(&mut self) -> Result<Option<Batch>> {
         if self.data.remaining() < BATCH_HEADER_SIZE {
             return Ok(None);
@@ -696,6 +704,31 @@ mod tests {
     }
 
     #[test]
+    fn an_unchecked_crc_lets_the_bytes_through_as_they_came() {
+        let data = sample(Codec::None);
+        let mut flipped = BytesMut::from(&data[..]);
+        // The second record's value "v1" becomes "v0" (one bit); the CRC no longer fits.
+        let at = data
+            .windows(2)
+            .rposition(|w| w == b"v1")
+            .map(|i| i + 1)
+            .expect("the sample holds v1");
+        flipped[at] ^= 1;
+        let flipped = flipped.freeze();
+        assert!(matches!(
+            RecordBatches::new(flipped.clone(), 1 << 20).next(),
+            Some(Err(_))
+        ));
+        let batch = RecordBatches::new(flipped, 1 << 20)
+            .check_crc(false)
+            .next()
+            .and_then(Result::ok)
+            .expect("the header decodes");
+        let records = batch.records().expect("the records decode");
+        assert_eq!(records[1].value.as_deref(), Some(&b"v0"[..]));
+    }
+
+    #[test]
     fn arbitrary_bytes_never_panic() {
         let mut rng = fastrand::Rng::with_seed(7);
         let base = sample(Codec::None);
@@ -705,8 +738,7 @@ mod tests {
                 let i = rng.usize(..data.len());
                 data[i] = rng.u8(..);
             }
-            let mut batches = RecordBatches::new(data.freeze(), 1 << 16);
-            batches.verify_crc = false;
+            let batches = RecordBatches::new(data.freeze(), 1 << 16).check_crc(false);
             for batch in batches.flatten() {
                 let _ = batch.records();
             }

@@ -212,6 +212,7 @@ fn consumer_config_fields() {
         ("auto.commit.interval.ms", "60000"),
         ("enable.auto.offset.store", "false"),
         ("isolation.level", "read_uncommitted"),
+        ("check.crcs", "true"),
         ("fetch.min.bytes", "10"),
         ("fetch.max.bytes", "2000000"),
         ("fetch.wait.max.ms", "100"),
@@ -236,6 +237,7 @@ fn consumer_config_fields() {
     assert_eq!(c.auto_commit_interval, Duration::from_mins(1));
     assert!(!c.enable_auto_offset_store);
     assert_eq!(c.isolation, IsolationLevel::ReadUncommitted);
+    assert!(c.check_crcs);
     assert_eq!(c.fetch_min_bytes, 10);
     assert_eq!(c.fetch_max_bytes, 2_000_000);
     assert_eq!(c.fetch_wait_max, Duration::from_millis(100));
@@ -251,6 +253,8 @@ fn consumer_config_fields() {
 fn consumer_config_translations() {
     let config =
         |pairs: &[(&str, &str)]| props(pairs).consumer().expect("accepted").consumer_config();
+    // librdkafka's default: fetched batches' CRCs are not checked.
+    assert!(!config(&[]).check_crcs);
     assert_eq!(
         config(&[("auto.offset.reset", "error")]).auto_offset_reset,
         OffsetReset::Error
