@@ -61,7 +61,8 @@ impl KafkaTopics {
         set
     }
 
-    /// One regular expression; it must start with `^`.
+    /// One regular expression; it must start with `^` (syntax: see
+    /// [`and_pattern`](Self::and_pattern)).
     pub fn pattern(pattern: impl Into<String>) -> Self {
         Self::new(Vec::<String>::new()).and_pattern(pattern)
     }
@@ -74,6 +75,11 @@ impl KafkaTopics {
     }
 
     /// Adds a regular expression; it must start with `^`.
+    ///
+    /// The syntax is the `regex` crate's (`RE2`-style: no look-around, no back-references);
+    /// librdkafka's own engine differs from it in corner cases. A topic matches when the
+    /// expression matches from the start of its name, as in librdkafka. Under
+    /// `group.protocol=consumer` the broker does the matching (`RE2/J`), with the same result.
     #[must_use]
     pub fn and_pattern(mut self, pattern: impl Into<String>) -> Self {
         self.push(Entry::Pattern(pattern.into()));

@@ -70,7 +70,7 @@ pub struct ConsumerConfig {
     /// `auto.commit.interval.ms`.
     pub auto_commit_interval: Duration,
     /// `enable.auto.offset.store`: whether handing a record out stores its offset for the
-    /// next commit. When false, only [`Consumer::store_offset`](super::Consumer::store_offset)
+    /// next commit. When false, only [`ConsumerHandle::store_offset`](super::ConsumerHandle::store_offset)
     /// stores offsets.
     pub enable_auto_offset_store: bool,
     /// Not a librdkafka property: when a partition of the group has no committed offset and

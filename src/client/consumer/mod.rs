@@ -4,7 +4,7 @@
 //! # Offsets
 //! Kafka's convention holds throughout: a committed offset is the offset of the next record
 //! to read. librdkafka's `store_offset` takes the offset of the last record processed and
-//! stores that offset + 1; here [`Consumer::store_offset`] takes the next offset directly, so
+//! stores that offset + 1; here [`ConsumerHandle::store_offset`] takes the next offset directly, so
 //! an adapter keeping librdkafka's semantics passes `offset + 1`. With
 //! `enable.auto.offset.store` (the default) handing a record out stores the offset after it;
 //! `enable.auto.commit` then commits the stored offsets on a timer, when partitions are

@@ -4,7 +4,7 @@
 //!
 //! Both are opaque bytes to the broker, which relays them unchecked: another group member wrote
 //! them, so they are as untrusted as anything on the wire. `kafka-protocol` sizes its vectors
-//! from the counts it reads, so every payload is first walked by [`Shape`], which proves that
+//! from the counts it reads, so every payload is first walked by `Shape`, which proves that
 //! each count fits in the bytes that follow it; only then is it decoded.
 //!
 //! Each payload is an `i16` version followed by the message at that version. A version newer
