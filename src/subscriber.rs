@@ -760,9 +760,9 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
     let config_view = in_process_reading(&state, &mut config);
     // The subscription stores offsets itself: at hand-over (Auto) or on settle (Tracked).
     config.enable_auto_offset_store = false;
-    // A partition handed back before anything was read resumes where this member started,
-    // not at a reset that moved on (B8, G4); the exactly-once pipeline commits by itself.
-    config.store_reset_positions = !matches!(plan.commit, Commit::Transactional(_));
+    // A partition handed back with nothing committed resumes where this member started, not at
+    // a reset that moved on (B8, G4); the start itself is never committed (F1).
+    config.remember_starts = true;
     let limits = queue_limits(&config);
     let client = Client::connect(settings.client_config())
         .await
@@ -1254,17 +1254,21 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
         )));
     }
     for (tp, start) in targets {
+        // A seek commits nothing (F3, F6): the tracked state and the offset stored from the acks
+        // before it are cleared first, so no commit carries the group past records the seek
+        // replays, nor back to where it moved; the group's offset stays until a replayed record
+        // is settled. Under `Commit::Auto` with the automatic store, the store follows the
+        // hand-over as librdkafka's does and is left alone.
         core.reposition(std::slice::from_ref(&tp));
+        if !(core.commit == Commit::Auto && core.auto_store) {
+            core.consumer
+                .clear_stored_offset(&tp)
+                .map_err(KafkaError::consume)?;
+        }
         core.consumer
             .seek(&tp, start)
             .await
             .map_err(KafkaError::consume)?;
-        // The next commit carries the new position, never one past records the seek replays.
-        if (core.commit != Commit::Auto || core.auto_store)
-            && let Some(position) = core.consumer.position(&tp)
-        {
-            let _ = core.consumer.store_offset(&tp, position);
-        }
     }
     core.wake.wake();
     #[cfg(feature = "testing")]

@@ -305,7 +305,10 @@ async fn a_requeue_after_its_subscription_closed_reaches_the_next_member() {
     drop(first);
     held.nack(true).await.expect("requeue");
 
+    // Nothing was settled, so the group holds no offset (a start is never committed): the next
+    // member reads r1 from where its own start puts it.
     let mut next = tracked_on("returns", "clerks")
+        .start(StartOffset::Earliest)
         .subscribe(&broker)
         .await
         .expect("subscribe");

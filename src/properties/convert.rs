@@ -304,7 +304,7 @@ pub(super) fn consumer_config(s: &Settings) -> ConsumerConfig {
             millis(auto_commit_interval)
         },
         enable_auto_offset_store: s.bool(id::ENABLE_AUTO_OFFSET_STORE),
-        store_reset_positions: false,
+        remember_starts: false,
         late_topic_start: crate::client::LateTopicStart::Reset,
         isolation: if s.enum_meaning(id::ISOLATION_LEVEL) == "read_uncommitted" {
             IsolationLevel::ReadUncommitted

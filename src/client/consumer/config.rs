@@ -73,12 +73,12 @@ pub struct ConsumerConfig {
     /// next commit. When false, only [`ConsumerHandle::store_offset`](super::ConsumerHandle::store_offset)
     /// stores offsets.
     pub enable_auto_offset_store: bool,
-    /// Not a librdkafka property: when a partition of the group has no committed offset and
-    /// starts at `auto.offset.reset`, store that start as its offset, so the next commit (on
-    /// revoke or close) records where reading began. A partition handed back before anything
-    /// was read then resumes there, not at a reset that moved on (with `latest`, records
-    /// published in between would be skipped). Off by default.
-    pub store_reset_positions: bool,
+    /// Not a librdkafka property: when the group gives this member back a partition it had
+    /// before and has no committed offset for it, resume at the start this member was given
+    /// then, not at `auto.offset.reset` (with `latest`, records published in between would be
+    /// skipped). Nothing is stored or committed for it: the group's offsets change only when
+    /// records are settled. Off by default (Kafka's behaviour).
+    pub remember_starts: bool,
     /// Not a librdkafka property: where a topic a pattern subscription takes up after its
     /// first match starts when the group has no committed offset for it.
     pub late_topic_start: LateTopicStart,
@@ -126,7 +126,7 @@ impl Default for ConsumerConfig {
             enable_auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
             enable_auto_offset_store: true,
-            store_reset_positions: false,
+            remember_starts: false,
             late_topic_start: LateTopicStart::Reset,
             isolation: IsolationLevel::ReadCommitted,
             check_crcs: false,

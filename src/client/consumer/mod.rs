@@ -485,6 +485,19 @@ impl ConsumerHandle {
         Ok(())
     }
 
+    /// Forgets the offset stored for `partition`: the next commit carries nothing for it until
+    /// an offset is stored again (as librdkafka's store of an invalid offset). A caller that
+    /// seeks back clears it, so that no commit carries the group past records the seek replays.
+    pub fn clear_stored_offset(&self, partition: &TopicPartition) -> Result<()> {
+        if self.shared.lock().clear_stored(partition) {
+            Ok(())
+        } else {
+            Err(Error::Config(format!(
+                "clear_stored_offset: {partition} is not assigned"
+            )))
+        }
+    }
+
     /// Commits the stored offsets that changed since the last commit, and waits for the
     /// group's answer.
     pub async fn commit(&self) -> Result<()> {

@@ -1,5 +1,8 @@
-//! Finding where a partition starts: the group's committed offset, else `auto.offset.reset`;
-//! or a seek's target (earliest, latest, a timestamp) through `ListOffsets`.
+//! Finding where a partition starts: the group's committed offset, else (with
+//! `remember_starts`) the start this member was given when it held the partition before, else
+//! `auto.offset.reset`; or a seek's target (earliest, latest, a timestamp) through
+//! `ListOffsets`. A start is never stored for commit: the group's offsets move only when the
+//! caller stores what it settled.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -117,28 +120,37 @@ pub(crate) async fn resolve(shared: Arc<Shared>, pending: Vec<(TopicPartition, u
             return;
         }
     };
+    let remember = shared.config.remember_starts;
     for (tp, generation, start) in pending {
-        let start = match from_group.iter().position(|t| *t == tp) {
-            Some(i) if committed.get(i).is_some_and(|&o| o >= 0) => StartAt::Offset(committed[i]),
-            Some(_)
+        let given = if remember {
+            shared.lock().given_start(&tp)
+        } else {
+            None
+        };
+        let in_group = from_group.contains(&tp);
+        let start = match (from_group.iter().position(|t| *t == tp), given) {
+            (Some(i), _) if committed.get(i).is_some_and(|&o| o >= 0) => {
+                StartAt::Offset(committed[i])
+            }
+            // Nothing committed, so nothing was settled past the start this member was given
+            // when it held the partition before: resume there, not at a reset that moved on.
+            (Some(_), Some(offset)) => StartAt::Offset(offset),
+            (Some(_), None)
                 if shared.config.late_topic_start == LateTopicStart::Earliest
                     && shared.is_late_topic(&tp.topic) =>
             {
                 StartAt::Earliest
             }
-            Some(_) => StartAt::Reset,
-            None => start,
+            (Some(_), None) => StartAt::Reset,
+            (None, _) => start,
         };
-        // A start the group did not give is stored, so the first commit records it.
-        let store = shared.config.store_reset_positions
-            && (start == StartAt::Reset
-                || (start == StartAt::Earliest && from_group.contains(&tp)));
         match from_log(&shared, &tp, start).await {
             Ok(offset) => {
                 let mut state = shared.lock();
                 state.resolved(&tp, generation, offset);
-                if store {
-                    state.store_start(&tp, generation, offset);
+                // Remembered, never stored: a start commits nothing until a record is settled.
+                if remember && in_group {
+                    state.remember_start(&tp, offset);
                 }
             }
             Err(e) if e.code() == Some(ResponseError::OffsetOutOfRange) => {

@@ -146,6 +146,10 @@ pub(crate) struct State {
     /// A `poll` is waiting for something to hand out: the caller is there.
     pub polling: bool,
     pub auto_store: bool,
+    /// The start each partition of the group was last given at its assignment (the committed
+    /// offset, or where the reset put it), kept across revocations: a partition handed back
+    /// with nothing committed resumes there (`ConsumerConfig::remember_starts`).
+    given_starts: HashMap<TopicPartition, i64>,
 }
 
 impl State {
@@ -158,6 +162,7 @@ impl State {
             last_poll: Instant::now(),
             polling: false,
             auto_store,
+            given_starts: HashMap::new(),
         }
     }
 
@@ -221,15 +226,23 @@ impl State {
         }
     }
 
-    /// Stores `offset` (a start just resolved) for the next commit, unless something was
-    /// stored since.
-    pub(crate) fn store_start(&mut self, tp: &TopicPartition, generation: u64, offset: i64) {
-        if let Some(part) = self.parts.get_mut(tp)
-            && part.generation == generation
-            && part.stored.is_none()
-        {
-            part.stored = Some((offset, part.leader_epoch));
-        }
+    /// Remembers `offset` as the start `tp` was given at its assignment.
+    pub(crate) fn remember_start(&mut self, tp: &TopicPartition, offset: i64) {
+        self.given_starts.insert(tp.clone(), offset);
+    }
+
+    /// The start `tp` was given at its last assignment, if it had one.
+    pub(crate) fn given_start(&self, tp: &TopicPartition) -> Option<i64> {
+        self.given_starts.get(tp).copied()
+    }
+
+    /// Forgets the offset stored for `tp`: the next commit carries nothing for it until
+    /// something is stored again.
+    pub(crate) fn clear_stored(&mut self, tp: &TopicPartition) -> bool {
+        self.parts
+            .get_mut(tp)
+            .map(|part| part.stored = None)
+            .is_some()
     }
 
     /// Queues fetched data for `tp` if it is still wanted.
@@ -451,6 +464,45 @@ mod tests {
         assert_eq!(s.to_commit(None), vec![(tp(0), 2, 0)]);
         s.committed(&[(tp(0), 2)]);
         assert!(s.to_commit(None).is_empty());
+    }
+
+    #[test]
+    fn a_cleared_store_commits_nothing_until_something_is_stored_again() {
+        let mut s = State::new(true);
+        s.add(&[tp(0)], StartAt::Committed);
+        s.restart(&tp(0), StartAt::Offset(0));
+        s.push(&tp(0), chunk(1, 0..5));
+        s.take_records();
+        assert_eq!(s.to_commit(None), vec![(tp(0), 5, 0)]);
+        assert!(s.clear_stored(&tp(0)));
+        assert!(
+            s.to_commit(None).is_empty(),
+            "a cleared store carries nothing"
+        );
+        // A seek back replays 0..5: the store follows what is handed out from then on.
+        let g = s.restart(&tp(0), StartAt::Offset(0)).unwrap();
+        s.push(&tp(0), chunk(g, 0..2));
+        s.take_records();
+        assert_eq!(s.to_commit(None), vec![(tp(0), 2, 0)]);
+        assert!(
+            !s.clear_stored(&tp(9)),
+            "an unassigned partition has no store"
+        );
+    }
+
+    #[test]
+    fn a_given_start_outlives_the_partition_and_is_never_stored() {
+        let mut s = State::new(false);
+        s.add(&[tp(0)], StartAt::Committed);
+        s.remember_start(&tp(0), 10);
+        s.resolved(&tp(0), 0, 10);
+        assert!(
+            s.to_commit(None).is_empty(),
+            "a start is not stored for commit"
+        );
+        s.remove(&[tp(0)]);
+        assert_eq!(s.given_start(&tp(0)), Some(10));
+        assert_eq!(s.given_start(&tp(1)), None);
     }
 
     #[test]
