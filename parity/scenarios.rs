@@ -348,6 +348,110 @@ macro_rules! commit_semantics {
                 let _ = broker.shutdown().await;
             }
 
+            /// The marker the service process prints once it has published its reply.
+            const REPLIED: &str = "parity-service-replied-offset";
+
+            /// The service process of [`a_killed_service_gets_its_input_back`]: started by that
+            /// test as this same test binary with `PARITY_SERVICE=input,replies,group`, it reads
+            /// one input with `Commit::Tracked`, publishes its reply with `acks=all` and
+            /// idempotence, says so on stdout and waits, the input unsettled, to be killed.
+            /// Run by the harness without that variable, it has nothing to do.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn service_process() {
+                let Ok(spec) = std::env::var("PARITY_SERVICE") else {
+                    return;
+                };
+                let parts: Vec<&str> = spec.split(',').collect();
+                let [input, replies, group] = parts[..] else {
+                    panic!("PARITY_SERVICE={spec}: expected input,replies,group");
+                };
+                let broker = KafkaBroker::new([$bootstrap()])
+                    .producer_config("acks", "all")
+                    .producer_config("enable.idempotence", "true")
+                    .connect()
+                    .await
+                    .expect("the service connects");
+                let mut subscriber = broker
+                    .subscribe_with(
+                        topic(input, group, Commit::Tracked)
+                            .start(StartOffset::Earliest)
+                            .config("session.timeout.ms", "6000")
+                            .config("heartbeat.interval.ms", "1000"),
+                    )
+                    .await
+                    .expect("the service subscribes");
+                let mut stream = std::pin::pin!(subscriber.stream());
+                let delivery = next(&mut stream, "the service's input").await;
+                broker
+                    .publisher(KafkaPublish::default())
+                    .publish(OutgoingMessage::new(replies, delivery.payload()), None)
+                    .await
+                    .expect("the reply is acknowledged");
+                println!("{REPLIED} {}", delivery.offset());
+                std::future::pending::<()>().await;
+            }
+
+            /// A service process killed (SIGKILL) between the reply's publish and the input's
+            /// settle gets the input back: the reply is in its topic, and the group's next
+            /// member reads the input again, since nothing settled it (at least once).
+            pub async fn a_killed_service_gets_its_input_back(broker: ConnectedKafkaBroker) {
+                use tokio::io::AsyncBufReadExt;
+                let (input, replies, group) =
+                    (unique("durable-in"), unique("durable-out"), unique("durable-group"));
+                publish(&broker, &input, 0..1).await;
+                let test_name = module_path!()
+                    .split_once("::")
+                    .map_or("service_process".to_owned(), |(_, m)| format!("{m}::service_process"));
+                let mut service = tokio::process::Command::new(
+                    std::env::current_exe().expect("the test binary"),
+                )
+                .args(["--exact", &test_name, "--nocapture", "--test-threads=1"])
+                .env("PARITY_SERVICE", format!("{input},{replies},{group}"))
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("start the service process");
+                let stdout = service.stdout.take().expect("piped stdout");
+                let mut lines = tokio::io::BufReader::new(stdout).lines();
+                let replied = tokio::time::timeout(Duration::from_secs(60), async {
+                    while let Some(line) = lines.next_line().await.expect("read the service") {
+                        // The harness may have written `test NAME ... ` on the same line.
+                        if let Some((_, offset)) = line.split_once(REPLIED) {
+                            return offset.trim().to_owned();
+                        }
+                    }
+                    panic!("the service process ended before it replied");
+                })
+                .await
+                .expect("the service replies within 60 s");
+                assert_eq!(replied, "0");
+                service.start_kill().expect("SIGKILL the service");
+                let _ = service.wait().await;
+
+                let mut restarted = broker
+                    .subscribe_with(
+                        topic(&input, &group, Commit::Tracked).start(StartOffset::Earliest),
+                    )
+                    .await
+                    .expect("the next member subscribes");
+                let mut stream = std::pin::pin!(restarted.stream());
+                let again = next(&mut stream, "the input, back after the kill").await;
+                assert_eq!(again.offset(), 0, "the unsettled input comes back");
+                again.ack().await.expect("ack");
+                let mut reader = broker
+                    .subscribe_with(
+                        topic(&replies, &unique("durable-reader"), Commit::Auto)
+                            .start(StartOffset::Earliest),
+                    )
+                    .await
+                    .expect("read the replies");
+                let mut reader_stream = std::pin::pin!(reader.stream());
+                let reply = next(&mut reader_stream, "the reply the killed service published").await;
+                assert_eq!(reply.payload(), b"r0");
+                drop((stream, reader_stream));
+                let _ = broker.shutdown().await;
+            }
+
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_seek_commits_nothing_live() {
                 a_seek_commits_nothing(live().await).await;
@@ -378,6 +482,15 @@ macro_rules! commit_semantics {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_later_increment_is_not_moved_by_start_at_live() {
                 a_later_increment_is_not_moved_by_start_at(live().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_killed_service_gets_its_input_back_live() {
+                if std::env::var("KAFKA_TEST_TARGET").as_deref() == Ok("embedded") {
+                    eprintln!("not run on the in-memory embedded cluster: it lives in one process");
+                    return;
+                }
+                a_killed_service_gets_its_input_back(live().await).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
