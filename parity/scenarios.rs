@@ -169,7 +169,6 @@ macro_rules! commit_semantics {
                     "the group's offset must stay where the acks before the seek put it"
                 );
                 drop(resumed);
-                drop(stream);
                 let _ = broker.shutdown().await;
             }
 
@@ -201,7 +200,6 @@ macro_rules! commit_semantics {
                     "the group must hold no offset: nothing was settled"
                 );
                 drop(first);
-                drop(stream);
                 let _ = broker.shutdown().await;
             }
 
@@ -261,7 +259,6 @@ macro_rules! commit_semantics {
                     "the partition's next owner resumes from the group's committed offset"
                 );
                 drop(resumed);
-                drop((one, two));
                 let _ = broker.shutdown().await;
             }
 
@@ -344,7 +341,6 @@ macro_rules! commit_semantics {
                     Some(&(later, 3)),
                     "a partition of a later increment resumes at the group's offset: {seen:?}"
                 );
-                drop(a_stream);
                 let _ = broker.shutdown().await;
             }
 
@@ -413,7 +409,7 @@ macro_rules! commit_semantics {
                 .expect("start the service process");
                 let stdout = service.stdout.take().expect("piped stdout");
                 let mut lines = tokio::io::BufReader::new(stdout).lines();
-                let replied = tokio::time::timeout(Duration::from_secs(60), async {
+                let replied = tokio::time::timeout(Duration::from_mins(1), async {
                     while let Some(line) = lines.next_line().await.expect("read the service") {
                         // The harness may have written `test NAME ... ` on the same line.
                         if let Some((_, offset)) = line.split_once(REPLIED) {
@@ -448,7 +444,6 @@ macro_rules! commit_semantics {
                 let mut reader_stream = std::pin::pin!(reader.stream());
                 let reply = next(&mut reader_stream, "the reply the killed service published").await;
                 assert_eq!(reply.payload(), b"r0");
-                drop((stream, reader_stream));
                 let _ = broker.shutdown().await;
             }
 
