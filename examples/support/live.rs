@@ -16,9 +16,9 @@ thread_local! {
 /// a cluster of its own. Per thread, so other tests of the process keep their target.
 pub fn built_against<T>(bootstrap: &str, build: impl FnOnce() -> T) -> T {
     let previous = BUILDING_AGAINST.with(|b| b.replace(Some(bootstrap.to_owned())));
-    let built = build();
+    let service = build();
     BUILDING_AGAINST.with(|b| *b.borrow_mut() = previous);
-    built
+    service
 }
 
 /// The bootstrap servers: `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else

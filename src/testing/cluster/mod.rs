@@ -315,6 +315,9 @@ impl EmbeddedCluster {
     /// # Cancel safety
     ///
     /// Cancel safe: it does not await, so the listeners are open once it is first polled.
+    // Async although nothing awaits: being polled puts it on a runtime, which the accept
+    // tasks it spawns need (and callers of `listen` already await it).
+    #[allow(clippy::unused_async)]
     pub async fn listen(&self) -> std::io::Result<Vec<SocketAddr>> {
         let any = SocketAddr::from(([127, 0, 0, 1], 0));
         let wanted = vec![any; usize::from(self.shared.options.nodes)];
@@ -340,6 +343,9 @@ impl EmbeddedCluster {
     /// # Cancel safety
     ///
     /// Cancel safe: it does not await, so the listeners are open once it is first polled.
+    // Async although nothing awaits: being polled puts it on a runtime, which the accept
+    // tasks it spawns need (and callers of `listen` already await it).
+    #[allow(clippy::unused_async)]
     pub async fn listen_on(&self, addresses: &[SocketAddr]) -> std::io::Result<Vec<SocketAddr>> {
         self.open_listeners(addresses, false)
     }
