@@ -344,3 +344,59 @@ async fn a_group_reads_every_partition_in_order() {
     sent_sorted.sort();
     assert_eq!(all, sent_sorted, "every record, once");
 }
+
+const TOPICS: &str = "org.apache.kafka.tools.TopicCommand";
+
+/// `kafka-topics`: create with a config, list, describe (Metadata and `DescribeConfigs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_topics_creates_lists_and_describes() {
+    let (cluster, bootstrap) = serve(ClusterOptions::default()).await;
+    let topics = |args: &'static [&'static str]| {
+        let mut all = vec!["--bootstrap-server", bootstrap.as_str()];
+        all.extend_from_slice(args);
+        all
+    };
+    let created = run_tool(
+        TOPICS,
+        &topics(&[
+            "--create",
+            "--topic",
+            "java-admin",
+            "--partitions",
+            "3",
+            "--config",
+            "cleanup.policy=compact",
+        ]),
+        "",
+    )
+    .await;
+    assert!(
+        created.stdout.contains("Created topic java-admin."),
+        "{}",
+        created.stdout
+    );
+    assert_eq!(cluster.records("java-admin").len(), 0);
+
+    let listed = run_tool(TOPICS, &topics(&["--list"]), "").await;
+    assert_eq!(listed.stdout.lines().collect::<Vec<_>>(), ["java-admin"]);
+
+    let described = run_tool(
+        TOPICS,
+        &topics(&["--describe", "--topic", "java-admin"]),
+        "",
+    )
+    .await;
+    let text = described.stdout;
+    assert!(
+        text.contains("Topic: java-admin")
+            && text.contains("PartitionCount: 3")
+            && text.contains("Configs: cleanup.policy=compact"),
+        "{text}"
+    );
+    for partition in 0..3 {
+        assert!(
+            text.contains(&format!("Partition: {partition}\tLeader: 0")),
+            "{text}"
+        );
+    }
+}

@@ -9,6 +9,7 @@
 //!
 //! What it does not model is listed in `docs/embedded-cluster.md`.
 
+mod configs;
 mod direct;
 mod dispatch;
 mod fetch;

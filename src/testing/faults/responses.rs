@@ -8,6 +8,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -31,13 +32,14 @@ use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, ApiKey, BrokerId, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, DescribeGroupsRequest, DescribeGroupsResponse, EndTxnRequest,
-    EndTxnResponse, FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest, InitProducerIdResponse,
-    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse,
-    ProducerId, SyncGroupRequest, SyncGroupResponse, TopicName, TxnOffsetCommitRequest,
+    DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, EndTxnRequest, EndTxnResponse, FetchRequest, FetchResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
+    InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse, ProducerId,
+    SyncGroupRequest, SyncGroupResponse, TopicName, TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -135,6 +137,23 @@ pub(crate) fn error_response(
         ApiKey::DeleteTopics => {
             let request: DeleteTopicsRequest = decode(cx, body)?;
             encode(cx, &delete_topics(&request, code))
+        }
+        ApiKey::DescribeConfigs => {
+            let request: DescribeConfigsRequest = decode(cx, body)?;
+            let results = request
+                .resources
+                .iter()
+                .map(|r| {
+                    DescribeConfigsResult::default()
+                        .with_resource_type(r.resource_type)
+                        .with_resource_name(r.resource_name.clone())
+                        .with_error_code(code)
+                })
+                .collect();
+            encode(
+                cx,
+                &DescribeConfigsResponse::default().with_results(results),
+            )
         }
         ApiKey::InitProducerId => {
             let _: InitProducerIdRequest = decode(cx, body)?;
@@ -527,6 +546,7 @@ mod tests {
             ApiKey::Metadata => body::<MetadataRequest>(version),
             ApiKey::CreateTopics => body::<CreateTopicsRequest>(version),
             ApiKey::DeleteTopics => body::<DeleteTopicsRequest>(version),
+            ApiKey::DescribeConfigs => body::<DescribeConfigsRequest>(version),
             ApiKey::InitProducerId => body::<InitProducerIdRequest>(version),
             ApiKey::AddPartitionsToTxn => body::<AddPartitionsToTxnRequest>(version),
             ApiKey::AddOffsetsToTxn => body::<AddOffsetsToTxnRequest>(version),
