@@ -400,3 +400,73 @@ async fn kafka_topics_creates_lists_and_describes() {
         );
     }
 }
+
+const GROUPS: &str = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand";
+
+/// `kafka-consumer-groups`: groups of both protocols listed (`ListGroups`) with their state
+/// and type, and a classic group's offsets and lag described.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_consumer_groups_lists_and_describes() {
+    let (_cluster, bootstrap) = serve(ClusterOptions::default()).await;
+    produce(&bootstrap, "java-lag", &lines("lag", 0..3), &[]).await;
+    for protocol in ["classic", "consumer"] {
+        let group = format!("lag-{protocol}");
+        let property = format!("group.protocol={protocol}");
+        consume(
+            &bootstrap,
+            "java-lag",
+            1,
+            &[
+                "--from-beginning",
+                "--group",
+                &group,
+                "--consumer-property",
+                &property,
+            ],
+        )
+        .await;
+    }
+    let groups = |args: &'static [&'static str]| {
+        let mut all = vec!["--bootstrap-server", bootstrap.as_str()];
+        all.extend_from_slice(args);
+        all
+    };
+    let listed = run_tool(GROUPS, &groups(&["--list"]), "").await.stdout;
+    let mut names: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["lag-classic", "lag-consumer"], "{listed}");
+
+    let typed = run_tool(GROUPS, &groups(&["--list", "--state", "--type"]), "")
+        .await
+        .stdout;
+    let rows: Vec<Vec<&str>> = typed
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    for (group, kind) in [("lag-classic", "Classic"), ("lag-consumer", "Consumer")] {
+        assert!(
+            rows.iter().any(|r| r[..] == [group, kind, "Empty"]),
+            "{group}: {typed}"
+        );
+    }
+
+    // The console consumer commits what it printed: one record read of three.
+    let described = run_tool(
+        GROUPS,
+        &groups(&["--describe", "--group", "lag-classic"]),
+        "",
+    )
+    .await
+    .stdout;
+    let row: Vec<&str> = described
+        .lines()
+        .find(|l| l.starts_with("lag-classic"))
+        .unwrap_or_else(|| panic!("no offsets row: {described}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row[..6],
+        ["lag-classic", "java-lag", "0", "1", "3", "2"],
+        "{described}"
+    );
+}

@@ -45,6 +45,7 @@ pub(crate) async fn dispatch(
         ApiKey::SyncGroup => encode(cx, &groups::sync(cx, decode(cx, body)?).await),
         ApiKey::Heartbeat => encode(cx, &groups::heartbeat(cx, decode(cx, body)?)),
         ApiKey::LeaveGroup => encode(cx, &groups::leave(cx, decode(cx, body)?)),
+        ApiKey::ListGroups => encode(cx, &groups::list(cx, decode(cx, body)?)),
         ApiKey::DescribeGroups => encode(cx, &groups::describe(cx, decode(cx, body)?)),
         ApiKey::ConsumerGroupHeartbeat => {
             encode(cx, &groups::consumer_heartbeat(cx, decode(cx, body)?))

@@ -24,6 +24,7 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 3, 5),
     (ApiKey::SyncGroup, 3, 5),
     (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 5),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),

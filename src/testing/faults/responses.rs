@@ -36,11 +36,11 @@ use kafka_protocol::messages::{
     DescribeGroupsResponse, EndTxnRequest, EndTxnResponse, FetchRequest, FetchResponse,
     FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
     InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse,
-    LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse, ProducerId,
-    SyncGroupRequest, SyncGroupResponse, TopicName, TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    ProduceRequest, ProduceResponse, ProducerId, SyncGroupRequest, SyncGroupResponse, TopicName,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -236,6 +236,10 @@ fn group_error(cx: &Cx<'_>, api: ApiKey, body: Bytes, code: i16) -> Result<Optio
                 })
                 .collect();
             encode(cx, &DescribeGroupsResponse::default().with_groups(groups))
+        }
+        ApiKey::ListGroups => {
+            let _: ListGroupsRequest = decode(cx, body)?;
+            encode(cx, &ListGroupsResponse::default().with_error_code(code))
         }
         ApiKey::ConsumerGroupHeartbeat => {
             let _: ConsumerGroupHeartbeatRequest = decode(cx, body)?;
@@ -558,6 +562,7 @@ mod tests {
             ApiKey::Heartbeat => body::<HeartbeatRequest>(version),
             ApiKey::LeaveGroup => body::<LeaveGroupRequest>(version),
             ApiKey::DescribeGroups => body::<DescribeGroupsRequest>(version),
+            ApiKey::ListGroups => body::<ListGroupsRequest>(version),
             ApiKey::ConsumerGroupHeartbeat => body::<ConsumerGroupHeartbeatRequest>(version),
             ApiKey::OffsetCommit => body::<OffsetCommitRequest>(version),
             ApiKey::OffsetFetch => body::<OffsetFetchRequest>(version),
