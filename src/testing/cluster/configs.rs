@@ -22,6 +22,10 @@ const BROKER: i8 = 4;
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 
 /// `DescribeConfigs` v1-4.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "dispatch hands every handler its request"
+)]
 pub(crate) fn describe(cx: &Cx<'_>, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let results = request
         .resources
