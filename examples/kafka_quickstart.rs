@@ -2,19 +2,24 @@
 //! default consumer group.
 //!
 //! ```text
+//! $ cargo run --features testing --example kafka_quickstart -- embedded  # no broker, no Java
 //! $ cargo test --features testing --example kafka_quickstart   # on the embedded cluster
 //! $ scripts/kafka up
 //! $ cargo run --example kafka_quickstart -- run
 //! $ cargo test --example kafka_quickstart
 //! ```
 //!
-//! The broker address comes from `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else
-//! `localhost:9092`.
+//! `run` serves until Ctrl-C at the broker address from `KAFKA_TEST_URL` (what `scripts/kafka
+//! env` prints), else `localhost:9092`. `embedded` starts a Kafka in this process, runs the
+//! same service on it, publishes orders 1 to 3, waits until they are placed and stops.
 
 use serde::{Deserialize, Serialize};
 
 #[path = "support/live.rs"]
 mod live;
+
+#[path = "support/embedded_run.rs"]
+mod embedded_run;
 
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
@@ -23,10 +28,10 @@ use ruststream_kafka::prelude::*;
 async fn place(order: &Order) -> HandlerOutcome {
     tracing::info!(order.id, "order placed");
     println!("order {} placed", order.id);
+    embedded_run::placed(order.id); // what `-- embedded` waits for
     HandlerOutcome::ack()
 }
 
-#[ruststream::app]
 fn app() -> impl App {
     RustStream::new(AppInfo::new("order-intake", "0.1.0")).with_broker(
         KafkaBroker::new([live::bootstrap()]).default_group("order-intake"),
@@ -36,6 +41,20 @@ fn app() -> impl App {
     )
 }
 // --8<-- [end:app]
+
+/// What `#[ruststream::app]` generates (the commands `run` and `asyncapi gen`), plus
+/// `embedded`: the attribute's `main` knows no command of ours, so this one is spelled out.
+fn main() -> std::process::ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("embedded") {
+        return embedded_run::main(app, order_body);
+    }
+    ruststream::runtime::cli::run_main(app)
+}
+
+/// The payload of order `id`, as the service's JSON codec reads it.
+fn order_body(id: u64) -> Vec<u8> {
+    serde_json::to_vec(&Order { id }).unwrap_or_default()
+}
 
 #[derive(Serialize, Deserialize, Outgoing, Debug, PartialEq)]
 #[outgoing(name = "orders")]
@@ -52,6 +71,22 @@ mod tests {
     use ruststream_kafka::prelude::*;
 
     use super::{Order, app};
+
+    /// The `embedded` command: the service started as `run` starts it, orders published by
+    /// the adapter over TCP, each one placed, a clean shutdown.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_embedded_command_places_every_order() -> Result<(), Box<dyn Error + Send + Sync>> {
+        use super::embedded_run;
+        embedded_run::run(
+            app,
+            "orders",
+            &embedded_run::ORDERS,
+            super::order_body,
+            embedded_run::WITHIN,
+        )
+        .await
+    }
 
     /// The test body, whichever way the service was started.
     async fn an_order_is_placed<S: Send + Sync + 'static>(

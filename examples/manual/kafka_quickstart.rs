@@ -2,10 +2,14 @@
 //! subscription is mounted with `subscriber(..)`, and `main` runs the command line by hand.
 //!
 //! ```text
+//! $ cargo run --features testing --example manual_kafka_quickstart -- embedded  # no broker
 //! $ scripts/kafka up
 //! $ cargo run --example manual_kafka_quickstart -- run
 //! $ cargo test --example manual_kafka_quickstart
 //! ```
+//!
+//! `embedded` starts a Kafka in this process, runs the same service on it, publishes orders 1
+//! to 3, waits until they are placed and stops.
 
 use std::future::{Future, ready};
 use std::process::ExitCode;
@@ -15,6 +19,9 @@ use serde::{Deserialize, Serialize};
 
 #[path = "../support/live.rs"]
 mod live;
+
+#[path = "../support/embedded_run.rs"]
+mod embedded_run;
 
 // --8<-- [start:app]
 use ruststream_kafka::prelude::*;
@@ -31,6 +38,7 @@ impl Handle<Order> for Place {
     ) -> impl Future<Output = Result<(), HandlerOutcome>> {
         tracing::info!(order.id, "order placed");
         println!("order {} placed", order.id);
+        embedded_run::placed(order.id); // what `-- embedded` waits for
         ready(Ok(()))
     }
 }
@@ -45,9 +53,17 @@ fn app() -> impl App {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("embedded") {
+        return embedded_run::main(app, order_body);
+    }
     run_main(app)
 }
 // --8<-- [end:app]
+
+/// The payload of order `id`, as the service's JSON codec reads it.
+fn order_body(id: u64) -> Vec<u8> {
+    serde_json::to_vec(&Order { id }).unwrap_or_default()
+}
 
 // The generated AsyncAPI document describes the payload by its JSON schema.
 #[derive(Serialize, Deserialize, Debug, PartialEq)]
@@ -78,6 +94,22 @@ mod tests {
     use ruststream_kafka::prelude::*;
 
     use super::{Order, app};
+
+    /// The `embedded` command: the service started as `run` starts it, orders published by
+    /// the adapter over TCP, each one placed, a clean shutdown.
+    #[cfg(feature = "testing")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_embedded_command_places_every_order() -> Result<(), Box<dyn Error + Send + Sync>> {
+        use super::embedded_run;
+        embedded_run::run(
+            app,
+            "orders",
+            &embedded_run::ORDERS,
+            super::order_body,
+            embedded_run::WITHIN,
+        )
+        .await
+    }
 
     /// On the embedded cluster in this process: nothing to start.
     #[cfg(feature = "testing")]

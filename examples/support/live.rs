@@ -6,9 +6,27 @@ use std::time::Duration;
 
 use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic};
 
+thread_local! {
+    /// Set by [`built_against`] while it builds a service on this thread.
+    static BUILDING_AGAINST: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Builds a service with `build` (an example's unchanged `app`) so that [`bootstrap`] answers
+/// `bootstrap` while it runs: the quickstarts' `embedded` command points the same `app()` at
+/// a cluster of its own. Per thread, so other tests of the process keep their target.
+pub fn built_against<T>(bootstrap: &str, build: impl FnOnce() -> T) -> T {
+    let previous = BUILDING_AGAINST.with(|b| b.replace(Some(bootstrap.to_owned())));
+    let service = build();
+    BUILDING_AGAINST.with(|b| *b.borrow_mut() = previous);
+    service
+}
+
 /// The bootstrap servers: `KAFKA_TEST_URL` (what `scripts/kafka env` prints), else
 /// `localhost:9092`.
 pub fn bootstrap() -> String {
+    if let Some(bootstrap) = BUILDING_AGAINST.with(|b| b.borrow().clone()) {
+        return bootstrap;
+    }
     #[cfg(feature = "testing")]
     if std::env::var("KAFKA_TEST_TARGET").as_deref() == Ok("embedded") {
         return embedded().bootstrap();

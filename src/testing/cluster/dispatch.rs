@@ -4,7 +4,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 
 use super::server::{Close, Cx, decode, encode};
-use super::{fetch, groups, list_offsets, metadata, produce, producers, txn};
+use super::{configs, fetch, groups, list_offsets, metadata, produce, producers, txn};
 
 /// Decodes the body of `api`, runs its handler and encodes the answer.
 pub(crate) async fn dispatch(
@@ -25,6 +25,7 @@ pub(crate) async fn dispatch(
         ApiKey::Metadata => encode(cx, &metadata::handle(cx, decode(cx, body)?)),
         ApiKey::CreateTopics => encode(cx, &metadata::create_topics(cx, decode(cx, body)?)),
         ApiKey::DeleteTopics => encode(cx, &metadata::delete_topics(cx, decode(cx, body)?)),
+        ApiKey::DescribeConfigs => encode(cx, &configs::describe(cx, decode(cx, body)?)),
         ApiKey::InitProducerId => {
             let request: kafka_protocol::messages::InitProducerIdRequest = decode(cx, body)?;
             // A transactional id is the transaction coordinator's; a plain idempotent producer
@@ -44,6 +45,7 @@ pub(crate) async fn dispatch(
         ApiKey::SyncGroup => encode(cx, &groups::sync(cx, decode(cx, body)?).await),
         ApiKey::Heartbeat => encode(cx, &groups::heartbeat(cx, decode(cx, body)?)),
         ApiKey::LeaveGroup => encode(cx, &groups::leave(cx, decode(cx, body)?)),
+        ApiKey::ListGroups => encode(cx, &groups::list(cx, decode(cx, body)?)),
         ApiKey::DescribeGroups => encode(cx, &groups::describe(cx, decode(cx, body)?)),
         ApiKey::ConsumerGroupHeartbeat => {
             encode(cx, &groups::consumer_heartbeat(cx, decode(cx, body)?))

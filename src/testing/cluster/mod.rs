@@ -4,10 +4,12 @@
 //! producer ids and transactions in memory and serves them over the wire protocol, so a test
 //! runs the same client and adapter code as production. Clients reach it through in-memory
 //! pipes (addresses from [`EmbeddedCluster::bootstrap`], no socket needed) or, when asked,
-//! through loopback TCP listeners ([`EmbeddedCluster::listen`]) that external tools can use.
+//! through TCP listeners ([`EmbeddedCluster::listen`] on ephemeral loopback ports,
+//! [`EmbeddedCluster::listen_on`] on given addresses) that external tools can use.
 //!
 //! What it does not model is listed in `docs/embedded-cluster.md`.
 
+mod configs;
 mod direct;
 mod dispatch;
 mod fetch;
@@ -23,13 +25,14 @@ mod topics;
 mod txn;
 pub(crate) mod versions;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::io::DuplexStream;
 use tokio::sync::Notify;
+use tokio::task::AbortHandle;
 
 use crate::client::memory::{self, MemoryEndpoint};
 use crate::testing::faults::{FaultState, Faults};
@@ -116,7 +119,10 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Woken on every change a waiting request may care about (appends, group changes).
     pub(crate) changed: Notify,
+    /// The TCP listeners' addresses, node 0 first; empty until `listen`/`listen_on`.
     listeners: Mutex<Vec<SocketAddr>>,
+    /// The tasks accepting on them, stopped when the cluster goes so that the ports close.
+    accept_tasks: Mutex<Vec<AbortHandle>>,
     endpoints: Mutex<Vec<Arc<NodeEndpoint>>>,
     /// Faults armed by the test, consulted before each request.
     pub(crate) faults: FaultState,
@@ -132,7 +138,8 @@ type ChangeHook = Box<dyn Fn() + Send + Sync>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Listener {
     Memory,
-    Loopback,
+    /// One of the TCP listeners `listen`/`listen_on` opened.
+    Tcp,
 }
 
 impl Shared {
@@ -146,7 +153,7 @@ impl Shared {
     pub(crate) fn advertised(&self, listener: Listener, node: i32) -> (String, u16) {
         match listener {
             Listener::Memory => (memory_host(self.id, node), MEMORY_PORT),
-            Listener::Loopback => {
+            Listener::Tcp => {
                 let listeners = self
                     .listeners
                     .lock()
@@ -156,7 +163,7 @@ impl Shared {
                     .and_then(|n| listeners.get(n).copied());
                 addr.map_or_else(
                     || ("127.0.0.1".to_owned(), 0),
-                    |a| (a.ip().to_string(), a.port()),
+                    |a| (advertised_ip(a.ip()).to_string(), a.port()),
                 )
             }
         }
@@ -177,6 +184,50 @@ impl Shared {
     /// Node ids of the cluster.
     pub(crate) fn node_ids(&self) -> impl Iterator<Item = i32> {
         0..i32::from(self.options.nodes)
+    }
+}
+
+/// What clients are told to dial for a listener bound to `ip`: an unspecified address is not
+/// one to dial, the loopback address of its family is (a client that reached it from another
+/// machine would need the cluster to know its name, which it does not).
+fn advertised_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        other => other,
+    }
+}
+
+/// Binds one node's listener without blocking the runtime's reactor later on.
+fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    // std's bind sets SO_REUSEADDR on Unix, so a port a stopped cluster left in TIME_WAIT can
+    // be taken again at once, as Kafka's own acceptor can.
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    tokio::net::TcpListener::from_std(listener)
+}
+
+/// Accepts connections to `node` until the task is aborted (the cluster goes).
+async fn accept(shared: Weak<Shared>, node: i32, listener: tokio::net::TcpListener) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                // Requests and answers are small and latency-bound; Kafka's sockets do the
+                // same.
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(server::serve(shared, node, Listener::Tcp, stream));
+            }
+            Err(e) => {
+                // Accept fails for reasons that pass (a peer that reset before it was
+                // accepted, descriptors exhausted for a moment): keep listening, without
+                // spinning.
+                tracing::warn!(node, error = %e, "embedded broker could not accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
     }
 }
 
@@ -219,6 +270,7 @@ impl EmbeddedCluster {
             options,
             changed: Notify::new(),
             listeners: Mutex::new(Vec::new()),
+            accept_tasks: Mutex::new(Vec::new()),
             endpoints: Mutex::new(Vec::new()),
             faults,
             change_hook: OnceLock::new(),
@@ -258,45 +310,109 @@ impl EmbeddedCluster {
     /// Opens one loopback TCP listener per node (ephemeral ports) on the current runtime and
     /// returns their addresses, node 0 first. Connections through them are served like the
     /// in-memory ones, and Metadata answers them with the loopback addresses. Calling it again
-    /// returns the listeners already open.
+    /// returns the listeners already open (whether `listen` or
+    /// [`listen_on`](Self::listen_on) opened them).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it does not await, so the listeners are open once it is first polled.
+    // Async although nothing awaits: being polled puts it on a runtime, which the accept
+    // tasks it spawns need (and callers of `listen` already await it).
+    #[allow(clippy::unused_async)]
     pub async fn listen(&self) -> std::io::Result<Vec<SocketAddr>> {
-        {
-            let open = self
-                .shared
-                .listeners
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if !open.is_empty() {
+        let any = SocketAddr::from(([127, 0, 0, 1], 0));
+        let wanted = vec![any; usize::from(self.shared.options.nodes)];
+        self.open_listeners(&wanted, true)
+    }
+
+    /// Opens one TCP listener per node on `addresses` (node 0 on the first) on the current
+    /// runtime and returns the bound addresses (port 0 is replaced by the port the system
+    /// chose). Metadata, `FindCoordinator` and the produce leader hints then advertise these
+    /// addresses to clients that connected through them, so external clients (Kafka's console
+    /// tools, kcat, another process's service) can use the cluster like a broker. An
+    /// unspecified address (`0.0.0.0`, `::`) listens on every interface and is advertised as
+    /// the loopback address of its family.
+    ///
+    /// The listeners close when the last clone of the cluster is dropped.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` when `addresses` does not hold one address per node, `AlreadyExists`
+    /// when the cluster listens already, and the bind error (port in use, permission denied)
+    /// naming the node and the address. Nothing stays open after an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it does not await, so the listeners are open once it is first polled.
+    // Async although nothing awaits: being polled puts it on a runtime, which the accept
+    // tasks it spawns need (and callers of `listen` already await it).
+    #[allow(clippy::unused_async)]
+    pub async fn listen_on(&self, addresses: &[SocketAddr]) -> std::io::Result<Vec<SocketAddr>> {
+        self.open_listeners(addresses, false)
+    }
+
+    /// Binds `wanted` and starts accepting. Everything happens under the listener lock, so two
+    /// callers cannot both bind; binding is a system call, not worth an await.
+    fn open_listeners(
+        &self,
+        wanted: &[SocketAddr],
+        reuse_open: bool,
+    ) -> std::io::Result<Vec<SocketAddr>> {
+        use std::io::{Error, ErrorKind};
+        let mut open = self
+            .shared
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !open.is_empty() {
+            if reuse_open {
                 return Ok(open.clone());
             }
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("the embedded cluster already listens on {open:?}"),
+            ));
         }
-        let mut bound = Vec::new();
-        for _ in self.shared.node_ids() {
-            bound.push(tokio::net::TcpListener::bind("127.0.0.1:0").await?);
+        let nodes = usize::from(self.shared.options.nodes);
+        if wanted.len() != nodes {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "the embedded cluster has {nodes} node(s) and needs one address each, got {}",
+                    wanted.len()
+                ),
+            ));
         }
-        let mut addresses = Vec::new();
+        // Bound all before any accepts: a failure on a later node drops the earlier sockets.
+        let mut bound = Vec::with_capacity(nodes);
+        for (node, addr) in wanted.iter().enumerate() {
+            let listener = bind(*addr).map_err(|e| {
+                Error::new(
+                    e.kind(),
+                    format!("embedded node {node} could not listen on {addr}: {e}"),
+                )
+            })?;
+            bound.push(listener);
+        }
+        let mut addresses = Vec::with_capacity(nodes);
         for listener in &bound {
             addresses.push(listener.local_addr()?);
         }
-        self.shared
-            .listeners
+        let mut tasks = self
+            .shared
+            .accept_tasks
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone_from(&addresses);
+            .unwrap_or_else(PoisonError::into_inner);
         for (node, listener) in self.shared.node_ids().zip(bound) {
             let weak = Arc::downgrade(&self.shared);
-            tokio::spawn(async move {
-                while let Ok((stream, _)) = listener.accept().await {
-                    let Some(shared) = weak.upgrade() else { break };
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(server::serve(shared, node, Listener::Loopback, stream));
-                }
-            });
+            tasks.push(tokio::spawn(accept(weak, node, listener)).abort_handle());
         }
+        open.clone_from(&addresses);
         Ok(addresses)
     }
 
-    /// The loopback bootstrap list, once [`listen`](Self::listen) has opened it.
+    /// The TCP bootstrap list (`host:port,...`, as advertised), once [`listen`](Self::listen)
+    /// or [`listen_on`](Self::listen_on) has opened it.
     #[must_use]
     pub fn loopback_bootstrap(&self) -> Option<String> {
         let open = self
@@ -306,7 +422,7 @@ impl EmbeddedCluster {
             .unwrap_or_else(PoisonError::into_inner);
         (!open.is_empty()).then(|| {
             open.iter()
-                .map(ToString::to_string)
+                .map(|a| SocketAddr::new(advertised_ip(a.ip()), a.port()).to_string())
                 .collect::<Vec<_>>()
                 .join(",")
         })
@@ -326,6 +442,14 @@ impl EmbeddedCluster {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        for task in self
+            .accept_tasks
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            task.abort();
+        }
         for node in self.node_ids() {
             memory::unregister(&format!("{}:{MEMORY_PORT}", memory_host(self.id, node)));
         }

@@ -8,6 +8,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -31,14 +32,15 @@ use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, ApiKey, BrokerId, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, DescribeGroupsRequest, DescribeGroupsResponse, EndTxnRequest,
-    EndTxnResponse, FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest, InitProducerIdResponse,
-    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse,
-    ProducerId, SyncGroupRequest, SyncGroupResponse, TopicName, TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
+    DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, EndTxnRequest, EndTxnResponse, FetchRequest, FetchResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
+    InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    ProduceRequest, ProduceResponse, ProducerId, SyncGroupRequest, SyncGroupResponse, TopicName,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -136,6 +138,23 @@ pub(crate) fn error_response(
             let request: DeleteTopicsRequest = decode(cx, body)?;
             encode(cx, &delete_topics(&request, code))
         }
+        ApiKey::DescribeConfigs => {
+            let request: DescribeConfigsRequest = decode(cx, body)?;
+            let results = request
+                .resources
+                .iter()
+                .map(|r| {
+                    DescribeConfigsResult::default()
+                        .with_resource_type(r.resource_type)
+                        .with_resource_name(r.resource_name.clone())
+                        .with_error_code(code)
+                })
+                .collect();
+            encode(
+                cx,
+                &DescribeConfigsResponse::default().with_results(results),
+            )
+        }
         ApiKey::InitProducerId => {
             let _: InitProducerIdRequest = decode(cx, body)?;
             let response = InitProducerIdResponse::default()
@@ -217,6 +236,10 @@ fn group_error(cx: &Cx<'_>, api: ApiKey, body: Bytes, code: i16) -> Result<Optio
                 })
                 .collect();
             encode(cx, &DescribeGroupsResponse::default().with_groups(groups))
+        }
+        ApiKey::ListGroups => {
+            let _: ListGroupsRequest = decode(cx, body)?;
+            encode(cx, &ListGroupsResponse::default().with_error_code(code))
         }
         ApiKey::ConsumerGroupHeartbeat => {
             let _: ConsumerGroupHeartbeatRequest = decode(cx, body)?;
@@ -527,6 +550,7 @@ mod tests {
             ApiKey::Metadata => body::<MetadataRequest>(version),
             ApiKey::CreateTopics => body::<CreateTopicsRequest>(version),
             ApiKey::DeleteTopics => body::<DeleteTopicsRequest>(version),
+            ApiKey::DescribeConfigs => body::<DescribeConfigsRequest>(version),
             ApiKey::InitProducerId => body::<InitProducerIdRequest>(version),
             ApiKey::AddPartitionsToTxn => body::<AddPartitionsToTxnRequest>(version),
             ApiKey::AddOffsetsToTxn => body::<AddOffsetsToTxnRequest>(version),
@@ -538,6 +562,7 @@ mod tests {
             ApiKey::Heartbeat => body::<HeartbeatRequest>(version),
             ApiKey::LeaveGroup => body::<LeaveGroupRequest>(version),
             ApiKey::DescribeGroups => body::<DescribeGroupsRequest>(version),
+            ApiKey::ListGroups => body::<ListGroupsRequest>(version),
             ApiKey::ConsumerGroupHeartbeat => body::<ConsumerGroupHeartbeatRequest>(version),
             ApiKey::OffsetCommit => body::<OffsetCommitRequest>(version),
             ApiKey::OffsetFetch => body::<OffsetFetchRequest>(version),

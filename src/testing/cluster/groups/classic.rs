@@ -34,7 +34,7 @@ pub(super) enum Phase {
 }
 
 impl Phase {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Phase::Empty => "Empty",
             Phase::PreparingRebalance => "PreparingRebalance",
@@ -944,6 +944,11 @@ impl ClassicGroup {
     }
 
     /// `DescribeGroups`: full member data once `Stable`, names only before.
+    /// `ListGroups`' protocol type: what the members joined with, empty before anyone did.
+    pub(super) fn protocol_type(&self) -> &str {
+        self.protocol_type.as_deref().unwrap_or_default()
+    }
+
     pub(super) fn describe(&self) -> DescribedGroup {
         let stable = self.phase == Phase::Stable;
         let protocol = self.protocol_name.clone().unwrap_or_default();

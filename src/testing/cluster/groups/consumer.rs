@@ -487,6 +487,25 @@ impl ConsumerGroup {
     }
 
     /// The member ids, in no promised order.
+    /// The group's state as `ListGroups` names it (Kafka's `ConsumerGroupState`): `Empty`
+    /// without members, `Assigning` while the target assignment lags the group epoch,
+    /// `Reconciling` while a member has not reached it, `Stable` after.
+    pub(super) fn state_name(&self) -> &'static str {
+        if self.members.is_empty() {
+            "Empty"
+        } else if self.assignment_epoch < self.group_epoch {
+            "Assigning"
+        } else if self
+            .members
+            .values()
+            .any(|m| m.epoch != self.assignment_epoch || m.state != MemberState::Stable)
+        {
+            "Reconciling"
+        } else {
+            "Stable"
+        }
+    }
+
     pub(super) fn member_ids(&self) -> Vec<String> {
         self.members.keys().cloned().collect()
     }

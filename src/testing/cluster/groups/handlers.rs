@@ -11,12 +11,13 @@ use std::time::Duration;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, GroupId, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
-    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
-    SyncGroupResponse,
+    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
@@ -311,6 +312,32 @@ pub(crate) fn describe(cx: &Cx<'_>, request: DescribeGroupsRequest) -> DescribeG
         described.push(entry.with_authorized_operations(operations));
     }
     DescribeGroupsResponse::default().with_groups(described)
+}
+
+/// `ListGroups` v0-5: the groups this node coordinates, filtered by state (v4+) and type
+/// (v5+), both case-insensitive as in Kafka.
+pub(crate) fn list(cx: &Cx<'_>, request: ListGroupsRequest) -> ListGroupsResponse {
+    let matches = |filter: &[StrBytes], value: &str| {
+        filter.is_empty()
+            || filter
+                .iter()
+                .any(|f| f.as_str().eq_ignore_ascii_case(value))
+    };
+    let listed = cx.cluster.state().groups.list();
+    let groups = listed
+        .into_iter()
+        .filter(|g| coordinator::is_coordinator(cx, &g.id))
+        .filter(|g| matches(&request.states_filter, g.state))
+        .filter(|g| matches(&request.types_filter, g.kind))
+        .map(|g| {
+            ListedGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(g.id)))
+                .with_protocol_type(StrBytes::from_string(g.protocol_type))
+                .with_group_state(StrBytes::from_static_str(g.state))
+                .with_group_type(StrBytes::from_static_str(g.kind))
+        })
+        .collect();
+    ListGroupsResponse::default().with_groups(groups)
 }
 
 /// `ConsumerGroupHeartbeat` v0-1 (KIP-848).

@@ -35,7 +35,7 @@ use self::classic::{ClassicGroup, Limits};
 use self::consumer::ConsumerGroup;
 pub(crate) use self::coordinator::find_coordinator;
 pub(crate) use self::handlers::{
-    consumer_heartbeat, describe, heartbeat, join, leave, offset_commit, offset_fetch, sync,
+    consumer_heartbeat, describe, heartbeat, join, leave, list, offset_commit, offset_fetch, sync,
 };
 use super::Shared;
 use super::state::State;
@@ -182,6 +182,41 @@ fn tick(state: &mut State, group: &str, now: Instant, limits: Limits) -> bool {
         Some(Group::Classic(g)) => g.tick(now, limits),
         Some(Group::Consumer(g)) => g.tick(now, topics),
         None => false,
+    }
+}
+
+/// One group as `ListGroups` lists it.
+pub(crate) struct Listed {
+    pub(crate) id: String,
+    pub(crate) protocol_type: String,
+    pub(crate) state: &'static str,
+    /// `classic` or `consumer` (KIP-848), as `ListGroups` v5 types them.
+    pub(crate) kind: &'static str,
+}
+
+impl Groups {
+    /// Every group with a membership record, in id order.
+    pub(crate) fn list(&self) -> Vec<Listed> {
+        let mut listed: Vec<Listed> = self
+            .by_id
+            .iter()
+            .map(|(id, group)| match group {
+                Group::Classic(g) => Listed {
+                    id: id.clone(),
+                    protocol_type: g.protocol_type().to_owned(),
+                    state: g.phase.name(),
+                    kind: "classic",
+                },
+                Group::Consumer(g) => Listed {
+                    id: id.clone(),
+                    protocol_type: "consumer".to_owned(),
+                    state: g.state_name(),
+                    kind: "consumer",
+                },
+            })
+            .collect();
+        listed.sort_by(|a, b| a.id.cmp(&b.id));
+        listed
     }
 }
 
