@@ -383,7 +383,7 @@ fn unheld(
                     *group == view.reader.group && &*tp.topic == topic && tp.partition == partition
                 });
                 !is_held
-                    && fallback_start(state, view, topic, partition).is_some_and(|start| {
+                    && fallback_start(state, views, view, topic, partition).is_some_and(|start| {
                         state.deliverable(topic, partition, start, view.reader.read_committed) > 0
                     })
             })
@@ -498,6 +498,9 @@ struct View {
     /// Topics of the cluster its pattern took up after it first matched: read from their
     /// start.
     late: Vec<String>,
+    /// The starts its consumer was given at earlier assignments: where a partition it gets
+    /// back with nothing committed resumes.
+    given: Vec<(TopicPartition, i64)>,
 }
 
 impl View {
@@ -515,6 +518,7 @@ impl View {
             reader,
             starts: core.next_to_hand(),
             late,
+            given: core.consumer.given_starts(),
         })
     }
 }
@@ -531,7 +535,8 @@ fn owed(state: &State, views: &[View]) -> u64 {
                 continue;
             }
             counted.push((group, &tp.topic, tp.partition));
-            let start = start.or_else(|| fallback_start(state, view, &tp.topic, tp.partition));
+            let start =
+                start.or_else(|| fallback_start(state, views, view, &tp.topic, tp.partition));
             if let Some(start) = start {
                 total +=
                     state.deliverable(&tp.topic, tp.partition, start, view.reader.read_committed);
@@ -555,7 +560,7 @@ fn owed(state: &State, views: &[View]) -> u64 {
                     continue;
                 }
                 counted.push((Some(group), topic, partition));
-                if let Some(start) = fallback_start(state, view, topic, partition) {
+                if let Some(start) = fallback_start(state, views, view, topic, partition) {
                     total += state.deliverable(topic, partition, start, view.reader.read_committed);
                 }
             }
@@ -565,14 +570,34 @@ fn owed(state: &State, views: &[View]) -> u64 {
 }
 
 /// Where a reader that has not read `topic`/`partition` yet will start: the group's
-/// committed offset, else the reset (`latest` owes nothing already there), except on a topic
+/// committed offset, else the start a member of its group was given when it held the partition
+/// before (the earliest of them: the count may owe too much until the partition is held again,
+/// never too little), else the reset (`latest` owes nothing already there), except on a topic
 /// its pattern took up late, read from the start.
-fn fallback_start(state: &State, view: &View, topic: &str, partition: i32) -> Option<i64> {
+fn fallback_start(
+    state: &State,
+    views: &[View],
+    view: &View,
+    topic: &str,
+    partition: i32,
+) -> Option<i64> {
     let reader = &view.reader;
     if let Some(group) = &reader.group
         && let Some(committed) = state.groups.committed(group, topic, partition)
     {
         return Some(committed);
+    }
+    if reader.group.is_some() {
+        let given = views
+            .iter()
+            .filter(|other| other.reader.group == reader.group)
+            .flat_map(|other| &other.given)
+            .filter(|(tp, _)| &*tp.topic == topic && tp.partition == partition)
+            .map(|(_, start)| *start)
+            .min();
+        if given.is_some() {
+            return given;
+        }
     }
     if reader.earliest || view.late.iter().any(|t| t == topic) {
         state

@@ -485,6 +485,13 @@ impl ConsumerHandle {
         Ok(())
     }
 
+    /// The starts this consumer's partitions were given at their assignments (see
+    /// [`ConsumerConfig::remember_starts`]), for the in-process count.
+    #[cfg(feature = "testing")]
+    pub(crate) fn given_starts(&self) -> Vec<(TopicPartition, i64)> {
+        self.shared.lock().given_starts()
+    }
+
     /// Forgets the offset stored for `partition`: the next commit carries nothing for it until
     /// an offset is stored again (as librdkafka's store of an invalid offset). A caller that
     /// seeks back clears it, so that no commit carries the group past records the seek replays.

@@ -236,6 +236,15 @@ impl State {
         self.given_starts.get(tp).copied()
     }
 
+    /// Every start remembered so far.
+    #[cfg(feature = "testing")]
+    pub(crate) fn given_starts(&self) -> Vec<(TopicPartition, i64)> {
+        self.given_starts
+            .iter()
+            .map(|(tp, start)| (tp.clone(), *start))
+            .collect()
+    }
+
     /// Forgets the offset stored for `tp`: the next commit carries nothing for it until
     /// something is stored again.
     pub(crate) fn clear_stored(&mut self, tp: &TopicPartition) -> bool {
