@@ -554,9 +554,11 @@ impl ConnectedKafkaBroker {
     pub fn subscribe_with<S>(
         &self,
         source: S,
-    ) -> impl Future<Output = Result<KafkaSubscriber, KafkaError>> + Send + '_
+    ) -> impl Future<Output = Result<KafkaSubscriber, KafkaError>> + Send
     where
-        S: SubscriptionSource<Self, Subscriber = KafkaSubscriber> + Send + 'static,
+        // Only the reference's bound: the future `subscribe` returns is `Send` by the trait's
+        // contract, so the source itself need be neither `Send` nor `'static`.
+        S: SubscriptionSource<Self, Subscriber = KafkaSubscriber>,
     {
         source.subscribe(self)
     }
@@ -653,6 +655,22 @@ mod tests {
         ] {
             assert!(printed.contains(kept), "{printed}");
         }
+    }
+
+    /// `subscribe_with` asks of its source only what the reference asks: a caller generic over
+    /// the source, with the reference's bound alone, compiles.
+    #[allow(dead_code, reason = "compiling it is the test")]
+    async fn subscribe_with_asks_only_for_a_subscription_source<Source>(
+        connected: &super::ConnectedKafkaBroker,
+        source: Source,
+    ) -> Result<super::KafkaSubscriber, super::KafkaError>
+    where
+        Source: super::SubscriptionSource<
+                super::ConnectedKafkaBroker,
+                Subscriber = super::KafkaSubscriber,
+            >,
+    {
+        connected.subscribe_with(source).await
     }
 
     #[tokio::test]
