@@ -99,6 +99,7 @@ impl fmt::Debug for KafkaBroker {
 
 impl KafkaBroker {
     /// The bootstrap servers: `host`, `host:port`, or `PLAINTEXT://host:port` style entries.
+    #[must_use]
     pub fn new<I, S>(servers: I) -> Self
     where
         I: IntoIterator<Item = S>,
