@@ -667,13 +667,13 @@ mod tests {
 
     /// Everything a failed connect says: the error's text, its `Debug` and its sources'.
     fn all_said(err: &super::KafkaError) -> String {
-        let mut said = format!("{err} {err:?}");
+        let mut said = vec![format!("{err} {err:?}")];
         let mut source = std::error::Error::source(err);
         while let Some(cause) = source {
-            said.push_str(&format!(" {cause} {cause:?}"));
+            said.push(format!("{cause} {cause:?}"));
             source = cause.source();
         }
-        said
+        said.join(" ")
     }
 
     #[tokio::test]
