@@ -129,6 +129,28 @@ mod tests {
         assert!(operation(None, std::iter::empty()).is_empty());
     }
 
+    /// Every publish policy describes its channel as the topic it writes to, the transactional
+    /// ones included: a document generated for an exactly-once service must name its outputs.
+    #[test]
+    fn every_publish_policy_binds_its_channel_to_the_topic() {
+        use ruststream::PublishPolicy;
+
+        use crate::{ConnectedKafkaBroker, KafkaEosPublish, KafkaPublish};
+
+        fn topic_of<P: PublishPolicy<ConnectedKafkaBroker>>(policy: &P) -> String {
+            let bindings = policy.channel_bindings("orders.out");
+            assert!(!bindings.is_empty(), "no channel binding");
+            serde_json::to_string(&bindings).expect("serializes")
+        }
+        let transactional = KafkaPublish::default().transactional_id("svc-1");
+        let expected = serde_json::to_string(&channel("orders.out")).expect("serializes");
+        assert!(expected.contains("\"topic\":\"orders.out\""), "{expected}");
+        assert_eq!(topic_of(&KafkaPublish::default()), expected);
+        assert_eq!(topic_of(&transactional), expected);
+        assert_eq!(topic_of(&transactional.per_partition()), expected);
+        assert_eq!(topic_of(&KafkaEosPublish::new("pipeline-1")), expected);
+    }
+
     #[cfg(feature = "protobuf")]
     #[test]
     fn registry_bindings_name_the_vendor_and_the_lookup_strategy() {

@@ -24,7 +24,7 @@ use ruststream::{
 use tokio::runtime::Handle;
 use tokio::sync::{OnceCell, watch};
 
-use crate::client::{Client, Producer, ProducerConfig};
+use crate::client::{Client, Producer, ProducerConfig, without_userinfo};
 use crate::eos::EosRegistry;
 use crate::error::KafkaError;
 use crate::properties::{ProducerProperties, Properties, log_not_acted_on};
@@ -64,21 +64,12 @@ pub struct KafkaBroker {
     registry_edges: crate::schema_registry::Edges,
 }
 
-/// The servers as `Debug` shows them: credentials written into an address
+/// The servers as `Debug` and errors show them: credentials written into an address
 /// (`SASL_SSL://user:secret@host:9093`) are replaced, the rest kept.
 fn redacted_servers(servers: &[String]) -> Vec<String> {
     servers
         .iter()
-        .map(|server| {
-            let (scheme, rest) = server
-                .split_once("://")
-                .map_or(("", server.as_str()), |(scheme, rest)| (scheme, rest));
-            match rest.rsplit_once('@') {
-                Some((_, host)) if scheme.is_empty() => format!("[redacted]@{host}"),
-                Some((_, host)) => format!("{scheme}://[redacted]@{host}"),
-                None => server.clone(),
-            }
-        })
+        .map(|server| without_userinfo(server).into_owned())
         .collect()
 }
 
@@ -99,6 +90,7 @@ impl fmt::Debug for KafkaBroker {
 
 impl KafkaBroker {
     /// The bootstrap servers: `host`, `host:port`, or `PLAINTEXT://host:port` style entries.
+    #[must_use]
     pub fn new<I, S>(servers: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -271,7 +263,7 @@ impl KafkaBroker {
             Err(_) => {
                 return Err(KafkaError::Connect(KafkaError::text(format!(
                     "no broker of {} answered within {:?}",
-                    self.servers.join(","),
+                    redacted_servers(&self.servers).join(","),
                     self.connect_timeout
                 ))));
             }
@@ -554,9 +546,11 @@ impl ConnectedKafkaBroker {
     pub fn subscribe_with<S>(
         &self,
         source: S,
-    ) -> impl Future<Output = Result<KafkaSubscriber, KafkaError>> + Send + '_
+    ) -> impl Future<Output = Result<KafkaSubscriber, KafkaError>> + Send
     where
-        S: SubscriptionSource<Self, Subscriber = KafkaSubscriber> + Send + 'static,
+        // Only the reference's bound: the future `subscribe` returns is `Send` by the trait's
+        // contract, so the source itself need be neither `Send` nor `'static`.
+        S: SubscriptionSource<Self, Subscriber = KafkaSubscriber>,
     {
         source.subscribe(self)
     }
@@ -653,6 +647,103 @@ mod tests {
         ] {
             assert!(printed.contains(kept), "{printed}");
         }
+    }
+
+    /// `subscribe_with` asks of its source only what the reference asks: a caller generic over
+    /// the source, with the reference's bound alone, compiles.
+    #[allow(dead_code, reason = "compiling it is the test")]
+    async fn subscribe_with_asks_only_for_a_subscription_source<Source>(
+        connected: &super::ConnectedKafkaBroker,
+        source: Source,
+    ) -> Result<super::KafkaSubscriber, super::KafkaError>
+    where
+        Source: super::SubscriptionSource<
+                super::ConnectedKafkaBroker,
+                Subscriber = super::KafkaSubscriber,
+            >,
+    {
+        connected.subscribe_with(source).await
+    }
+
+    /// Everything a failed connect says: the error's text, its `Debug` and its sources'.
+    fn all_said(err: &super::KafkaError) -> String {
+        let mut said = vec![format!("{err} {err:?}")];
+        let mut source = std::error::Error::source(err);
+        while let Some(cause) = source {
+            said.push(format!("{cause} {cause:?}"));
+            source = cause.source();
+        }
+        said.join(" ")
+    }
+
+    #[tokio::test]
+    async fn a_failed_connect_names_no_credential_of_an_address() {
+        use std::time::Duration;
+
+        use ruststream::Broker;
+
+        // Nothing listens on port 1; the address cannot be dialled either way.
+        for server in [
+            "zuser:s3cret@127.0.0.1:1",
+            "SASL_SSL://zuser:s3cret@127.0.0.1:1",
+        ] {
+            let err = KafkaBroker::new([server])
+                .connect_timeout(Duration::from_secs(5))
+                .connect()
+                .await
+                .expect_err("nothing to connect to");
+            let said = all_said(&err);
+            assert!(
+                !said.contains("s3cret") && !said.contains("zuser"),
+                "{said}"
+            );
+            assert!(said.contains("[redacted]@127.0.0.1:1"), "{said}");
+        }
+        // A broker that accepts and never answers: the connect timeout is what fails, and its
+        // text lists every bootstrap server.
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let silent_address = silent.local_addr().expect("bound").to_string();
+        let _holder = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = silent.accept().await {
+                held.push(stream);
+            }
+        });
+        let err = KafkaBroker::new([
+            "SASL_SSL://zuser:s3cret@127.0.0.1:1",
+            silent_address.as_str(),
+        ])
+        .connect_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .expect_err("no broker answers");
+        let said = all_said(&err);
+        assert!(said.contains("answered within"), "{said}");
+        assert!(
+            !said.contains("s3cret") && !said.contains("zuser"),
+            "{said}"
+        );
+        assert!(
+            said.contains("SASL_SSL://[redacted]@127.0.0.1:1") && said.contains(&silent_address),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn property_views_print_no_credential_of_an_address() {
+        let broker = KafkaBroker::new(["zuser:s3cret@kafka-1:9093"])
+            .config("metadata.broker.list", "bob:pa55@kafka-2:9093, kafka-3");
+        let base = broker.base_properties();
+        let printed = format!("{base:?} {:?}", base.producer().expect("accepted"));
+        for secret in ["s3cret", "pa55", "zuser", "bob"] {
+            assert!(!printed.contains(secret), "{printed}");
+        }
+        assert!(printed.contains("[redacted]@kafka-2:9093"), "{printed}");
+        let config = base.producer().expect("accepted").client_config();
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("pa55"), "{printed}");
     }
 
     #[tokio::test]

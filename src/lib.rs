@@ -23,6 +23,8 @@ mod distribution;
 mod eos;
 mod error;
 mod message;
+#[cfg(doctest)]
+mod must_use;
 pub mod prelude;
 pub mod properties;
 #[cfg(feature = "protobuf")]

@@ -113,6 +113,12 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaTransactionalPublish {
                 .map_err(PairError::new)
         }
     }
+
+    /// The channel names the topic the transactions write to.
+    #[cfg(feature = "asyncapi")]
+    fn channel_bindings(&self, channel: &str) -> ruststream::asyncapi::Bindings {
+        crate::bindings::channel(channel)
+    }
 }
 
 impl ConnectedKafkaBroker {
@@ -427,6 +433,12 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaPartitionedPublish {
                 by_partition: Mutex::default(),
             }),
         }))
+    }
+
+    /// The channel names the topic every partition's transactions write to.
+    #[cfg(feature = "asyncapi")]
+    fn channel_bindings(&self, channel: &str) -> ruststream::asyncapi::Bindings {
+        crate::bindings::channel(channel)
     }
 }
 

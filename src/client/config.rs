@@ -4,6 +4,7 @@
 //! timing and limits. The librdkafka property table (names, aliases, validation) lives in the
 //! adapter and builds these structs.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::client::error::{Error, Result};
@@ -124,7 +125,53 @@ impl ClientConfig {
 
 fn strip_scheme(s: &str) -> String {
     // librdkafka accepts `PLAINTEXT://host:port` style entries too.
-    s.split_once("://").map_or(s, |(_, rest)| rest).to_owned()
+    let s = without_userinfo(s);
+    s.split_once("://").map_or(&*s, |(_, rest)| rest).to_owned()
+}
+
+/// What stands in for the credentials an address carries.
+const REDACTED_USERINFO: &str = "[redacted]";
+
+/// `entry` (`host:port`, `PROTO://host:port`) with whatever precedes its last `@` replaced:
+/// `SASL_SSL://user:secret@host:9093` becomes `SASL_SSL://[redacted]@host:9093`.
+///
+/// Kafka takes credentials from `sasl.username` and `sasl.password`, never from an address:
+/// librdkafka resolves `user:secret@host` as a host name and fails. The replacement keeps that
+/// outcome (`[redacted]@host` resolves to nothing either) while every error, log and `Debug`
+/// that names the address shows no secret. The scheme is kept only when it looks like one, so
+/// that a password holding `://` is not taken for a scheme and printed.
+pub(crate) fn without_userinfo(entry: &str) -> Cow<'_, str> {
+    let Some(at) = entry.rfind('@') else {
+        return Cow::Borrowed(entry);
+    };
+    let host = &entry[at + 1..];
+    let scheme = entry[..at]
+        .split_once("://")
+        .map(|(scheme, _)| scheme)
+        .filter(|scheme| {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    Cow::Owned(match scheme {
+        Some(scheme) => format!("{scheme}://{REDACTED_USERINFO}@{host}"),
+        None => format!("{REDACTED_USERINFO}@{host}"),
+    })
+}
+
+/// A `bootstrap.servers` list (entries separated by commas or spaces) as it may be printed:
+/// each entry through [`without_userinfo`], the separators kept.
+pub(crate) fn bootstrap_list_shown(list: &str) -> String {
+    list.split(',')
+        .map(|part| {
+            part.split(' ')
+                .map(without_userinfo)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `acks`: how many replicas must have a record before the broker answers.
@@ -311,6 +358,36 @@ mod tests {
             Err(e) => e.to_string(),
             Ok(()) => String::new(),
         }
+    }
+
+    #[test]
+    fn credentials_in_an_address_are_replaced_and_the_rest_kept() {
+        for (given, shown) in [
+            ("kafka-1:9092", "kafka-1:9092"),
+            ("SASL_SSL://kafka-1:9093", "SASL_SSL://kafka-1:9093"),
+            ("ana:s3cret@kafka-1:9093", "[redacted]@kafka-1:9093"),
+            (
+                "SASL_SSL://ana:s3cret@kafka-1:9093",
+                "SASL_SSL://[redacted]@kafka-1:9093",
+            ),
+            ("ana@[::1]:9093", "[redacted]@[::1]:9093"),
+            // An `@` inside the password: everything up to the last one goes.
+            ("ana:p@ss@kafka-1", "[redacted]@kafka-1"),
+            // A `://` inside the password is not a scheme.
+            ("ana:se://cret@kafka-1", "[redacted]@kafka-1"),
+            ("ana:pa/ss@kafka-1:9093", "[redacted]@kafka-1:9093"),
+        ] {
+            assert_eq!(without_userinfo(given), shown, "{given}");
+        }
+        assert_eq!(
+            bootstrap_list_shown("a:1,ana:s3cret@b:2 bob:pa55@c:3"),
+            "a:1,[redacted]@b:2 [redacted]@c:3"
+        );
+        let config = ClientConfig::new("PLAINTEXT://ana:s3cret@kafka-1:9092, kafka-2:9092");
+        assert_eq!(
+            config.bootstrap_servers,
+            ["[redacted]@kafka-1:9092", "kafka-2:9092"]
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod reader;
 pub mod records;
 mod security;
 
+use std::borrow::Cow;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -26,6 +27,7 @@ use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 pub use admin::{Admin, GroupDescription, NewTopic, OffsetSpec};
 pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
+pub(crate) use config::{bootstrap_list_shown, without_userinfo};
 pub use consumer::{
     CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, ConsumerHandle, FetchStats,
     GroupMember, GroupMetadata, GroupProtocol, LateTopicStart, OffsetReset, OffsetToCommit,
@@ -99,8 +101,15 @@ const METADATA_VERSIONS: VersionRange = VersionRange { min: 4, max: 12 };
 impl Client {
     /// Connects to the cluster: dials the bootstrap servers until one answers a Metadata
     /// request, and fills the cache with the brokers.
-    pub async fn connect(config: ClientConfig) -> Result<Client> {
+    pub async fn connect(mut config: ClientConfig) -> Result<Client> {
         config.validate()?;
+        // A list set field by field skipped `ClientConfig::new`'s parse: credentials in an
+        // address would reach every error and log that names it (and cannot be dialled).
+        for server in &mut config.bootstrap_servers {
+            if let Cow::Owned(shown) = without_userinfo(server) {
+                *server = shown;
+            }
+        }
         let options = ConnectionOptions {
             client_id: Some(config.client_id.clone()),
             connect_timeout: config.connect_timeout,

@@ -28,6 +28,7 @@ pub struct SourceOffset {
 
 impl SourceOffset {
     /// The record at `offset` of `partition` of `topic`.
+    #[must_use]
     pub fn new(topic: impl Into<Str>, partition: i32, offset: i64) -> Self {
         Self {
             topic: topic.into(),

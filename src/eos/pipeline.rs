@@ -129,6 +129,12 @@ impl PublishPolicy<ConnectedKafkaBroker> for KafkaEosPublish {
             Ok(EosPipeline::new(publisher, self.commit_interval, group))
         }
     }
+
+    /// The channel names the topic the pipeline's transactions write to.
+    #[cfg(feature = "asyncapi")]
+    fn channel_bindings(&self, channel: &str) -> ruststream::asyncapi::Bindings {
+        crate::bindings::channel(channel)
+    }
 }
 
 /// (topic, partition) of a source.

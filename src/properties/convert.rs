@@ -26,7 +26,7 @@ use std::time::Duration;
 use crate::client::{
     Acks, CaSource, ClientConfig, Codec, ConsumerConfig, GroupProtocol, IsolationLevel,
     OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig, SaslMechanism, Secret,
-    SecurityConfig, SecurityProtocol, TlsConfig, unsecured_jwt_provider,
+    SecurityConfig, SecurityProtocol, TlsConfig, unsecured_jwt_provider, without_userinfo,
 };
 
 use super::finalize::assignor_names;
@@ -205,7 +205,10 @@ pub(super) fn bootstrap_servers(list: &str) -> Vec<String> {
     list.split([',', ' '])
         .filter(|entry| !entry.is_empty())
         .map(|entry| {
-            let address = entry.split_once("://").map_or(entry, |(_, rest)| rest);
+            // Credentials first, before the path is cut: a password may hold a `/`, and the
+            // address is what every error and log of the client prints.
+            let entry = without_userinfo(entry);
+            let address = entry.split_once("://").map_or(&*entry, |(_, rest)| rest);
             let address = address.split_once('/').map_or(address, |(host, _)| host);
             let has_port = match address.rfind(']') {
                 // `[v6]` or `[v6]:port`

@@ -43,7 +43,7 @@ mod validate;
 use std::fmt;
 use std::time::Duration;
 
-use crate::client::{ClientConfig, ConsumerConfig, ProducerConfig};
+use crate::client::{ClientConfig, ConsumerConfig, ProducerConfig, bootstrap_list_shown};
 
 pub use convert::ACTED_ON;
 pub use error::PropertyError;
@@ -80,6 +80,12 @@ pub const REDACTED: [&str; 15] = [
 /// Whether `Debug` hides the value of `key`.
 pub(crate) fn is_redacted(key: &str) -> bool {
     REDACTED.contains(&key)
+}
+
+/// Whether `key` (any spelling) is `bootstrap.servers`, whose entries may carry credentials
+/// (`user:secret@host`) that `Debug` must not print.
+fn names_bootstrap_servers(key: &str) -> bool {
+    validate::resolve(key).is_ok_and(|index| index == id::BOOTSTRAP_SERVERS)
 }
 
 /// The property `key` sets, found as librdkafka finds it: a global property or alias of that
@@ -280,6 +286,8 @@ impl fmt::Debug for Properties {
         for (key, value) in &self.pairs {
             if is_redacted(key) {
                 list.entry(&(key, Redacted));
+            } else if names_bootstrap_servers(key) {
+                list.entry(&(key, bootstrap_list_shown(value)));
             } else {
                 list.entry(&(key, value));
             }
@@ -355,6 +363,9 @@ fn debug_settings(settings: &Settings, name: &str, f: &mut fmt::Formatter<'_>) -
         }
         if property.sensitive {
             out.field(property.name, &Redacted);
+        } else if index == id::BOOTSTRAP_SERVERS {
+            let list = settings.str(index).unwrap_or_default();
+            out.field(property.name, &bootstrap_list_shown(list));
         } else if let Some(value) = value_of(settings, property.name) {
             out.field(property.name, &value.to_string());
         }

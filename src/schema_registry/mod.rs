@@ -84,6 +84,7 @@ pub struct RegisteredSchema {
 
 impl RegisteredSchema {
     /// A schema with registry id `id`; what a [`RegistryClient`] answers a lookup with.
+    #[must_use]
     pub fn new(id: u32, schema_type: SchemaType, definition: impl Into<String>) -> Self {
         Self {
             id,

@@ -27,6 +27,7 @@ pub struct KafkaPartitions {
 
 impl KafkaPartitions {
     /// Reads `partitions` of `topic`.
+    #[must_use]
     pub fn new(topic: impl Into<String>, partitions: impl IntoIterator<Item = i32>) -> Self {
         Self {
             topic: topic.into(),

@@ -28,6 +28,7 @@ pub struct KafkaTopic {
 
 impl KafkaTopic {
     /// Reads `topic`; every other setting is librdkafka's default.
+    #[must_use]
     pub fn new(topic: impl Into<String>) -> Self {
         Self {
             topic: topic.into(),

@@ -45,6 +45,7 @@ impl Entry {
 
 impl KafkaTopics {
     /// These literal topics.
+    #[must_use]
     pub fn new<I, S>(topics: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -63,6 +64,7 @@ impl KafkaTopics {
 
     /// One regular expression; it must start with `^` (syntax: see
     /// [`and_pattern`](Self::and_pattern)).
+    #[must_use]
     pub fn pattern(pattern: impl Into<String>) -> Self {
         Self::new(Vec::<String>::new()).and_pattern(pattern)
     }
