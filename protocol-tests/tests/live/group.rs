@@ -445,6 +445,50 @@ async fn a_hint_takes_in_a_new_topic_at_once_and_a_late_topic_is_read_from_its_s
     m.stop().await;
 }
 
+/// A member that joined before its literal topic existed owns nothing; once the topic is
+/// created the leader takes it up within a few heartbeats, with the periodic refresh (and a
+/// pattern's re-match) five minutes away, and reads what is written to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribed_topic_created_after_the_join_is_taken_up_within_heartbeats() {
+    let client = client().await;
+    // The member's own look at the topic must not create it (librdkafka's consumer default).
+    let member_client = {
+        let mut config = ClientConfig::new(&protocol_tests::bootstrap());
+        config.allow_auto_create_topics = false;
+        match Client::connect(config).await {
+            Ok(c) => c,
+            Err(e) => panic!("no Kafka broker ({e}); start one with `scripts/kafka up`"),
+        }
+    };
+    let topic = unique_topic("absent");
+    let group = unique_topic("absent-group");
+    let m = Member::start(
+        &member_client,
+        group_config(&group, "range"),
+        Subscription::Topics(vec![topic.clone()]),
+    );
+    wait_until(Duration::from_secs(30), || m.handle.member().is_some()).await;
+    assert!(
+        m.with(|s| s.owned.is_empty()),
+        "nothing to own before the topic exists"
+    );
+    create_topic(&client, &topic, 2).await;
+    wait_until(Duration::from_secs(15), || m.with(|s| s.owned.len()) == 2).await;
+    let p = producer(
+        &client,
+        super::codec_config(ruststream_kafka::client::Codec::None),
+    )
+    .await;
+    send_all(
+        &p,
+        vec![ProducerRecord::new(&topic, bytes("first".to_owned())).partition(1)],
+    )
+    .await;
+    wait_until(Duration::from_secs(30), || m.with(|s| s.records.len()) == 1).await;
+    assert_eq!(m.with(|s| s.records[0].clone()), (1, 0, "first".to_owned()));
+    m.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eager_and_cooperative_members_cannot_share_a_group() {
     let client = client().await;

@@ -527,15 +527,22 @@ impl Classic {
         next_refresh: &mut Option<Instant>,
         every: Option<Duration>,
     ) -> bool {
-        match *next_refresh {
-            Some(at) if Instant::now() >= at => {}
-            _ => return false,
+        let due = matches!(*next_refresh, Some(at) if Instant::now() >= at);
+        // A group topic the last assignment found no partitions of (not created yet, or no
+        // leader yet) is looked for at every heartbeat, not only at the periodic refresh
+        // minutes away: a service started before its topic is created reads it within a
+        // heartbeat of its creation. Only the leader assigns, so only it looks.
+        let awaited = self.leader && self.group_topics.values().any(|n| *n <= 0);
+        if !due && !awaited {
+            return false;
         }
-        *next_refresh = every.and_then(|d| Instant::now().checked_add(d));
-        let topics = self.resolve_topics().await;
-        if topics != self.subscribed {
-            tracing::info!(group = %self.group, ?topics, "subscription changed; rejoining");
-            return true;
+        if due {
+            *next_refresh = every.and_then(|d| Instant::now().checked_add(d));
+            let topics = self.resolve_topics().await;
+            if topics != self.subscribed {
+                tracing::info!(group = %self.group, ?topics, "subscription changed; rejoining");
+                return true;
+            }
         }
         if self.leader {
             let known: BTreeSet<String> = self.group_topics.keys().cloned().collect();
