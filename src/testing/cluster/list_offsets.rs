@@ -62,7 +62,8 @@ pub(crate) fn handle(cx: &Cx<'_>, request: ListOffsetsRequest) -> ListOffsetsRes
                         Ok(found) => response
                             .with_timestamp(found.timestamp)
                             .with_offset(found.offset)
-                            .with_leader_epoch(found.epoch),
+                            // The field is v4+: a value in an older answer cannot be encoded.
+                            .with_leader_epoch(if cx.version >= 4 { found.epoch } else { -1 }),
                         Err(error) => response
                             .with_error_code(error.code())
                             .with_timestamp(-1)
