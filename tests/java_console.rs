@@ -13,8 +13,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
+
+#[path = "support/interop.rs"]
+mod interop;
+
+use interop::serve;
 
 /// The Kafka version whose tools are used: the one `scripts/kafka` runs by default.
 const KAFKA_VERSION: &str = "4.1.2";
@@ -53,17 +57,6 @@ fn classpath() -> &'static str {
     })
 }
 
-/// A one-node cluster listening on an ephemeral loopback port, and its bootstrap address.
-async fn serve(options: ClusterOptions) -> (EmbeddedCluster, String) {
-    let cluster = EmbeddedCluster::new(options);
-    cluster
-        .listen_on(&["127.0.0.1:0".parse().expect("an address")])
-        .await
-        .expect("listens");
-    let bootstrap = cluster.loopback_bootstrap().expect("listening");
-    (cluster, bootstrap)
-}
-
 /// What a tool printed; the tools log to stderr, records go to stdout.
 struct Ran {
     stdout: String,
@@ -73,33 +66,21 @@ struct Ran {
 /// Runs `class` with `args`, feeding it `stdin`; panics (failing the test) unless it exits 0
 /// within [`RUN_TIMEOUT`].
 async fn run_tool(class: &str, args: &[&str], stdin: &str) -> Ran {
-    let java = java();
-    let mut child = Command::new(&java)
+    let mut command = Command::new(java());
+    command
         .arg("-cp")
         .arg(classpath())
         // The tools' own defaults, minus the JIT work a short run never pays back.
         .args(["-XX:TieredStopAtLevel=1", "-Xshare:auto"])
         .arg(class)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("could not start {java:?} ({e}): these tests need Java 17+ (or set JAVA)")
-        });
-    let mut input = child.stdin.take().expect("stdin is piped");
-    input
-        .write_all(stdin.as_bytes())
-        .await
-        .expect("writes the tool's input");
-    // End of input is what makes the console producer flush and exit.
-    drop(input);
-    let output = tokio::time::timeout(RUN_TIMEOUT, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("{class} {args:?} did not finish within {RUN_TIMEOUT:?}"))
-        .expect("waits for the tool");
+        .args(args);
+    let output = interop::run(
+        command,
+        stdin,
+        RUN_TIMEOUT,
+        "these tests need Java 17+ (or set JAVA)",
+    )
+    .await;
     let ran = Ran {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),

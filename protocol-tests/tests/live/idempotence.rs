@@ -50,28 +50,37 @@ async fn retries_through_dropped_connections_write_each_record_once() {
             drops
         })
     };
-    let total = 40_000;
-    let mut deliveries = Vec::with_capacity(total);
-    for i in 0..total {
-        let record = ProducerRecord::new(topic.clone(), Bytes::from(format!("{i}")))
-            .partition((i % 3) as i32);
-        match p.send(record).await {
-            Ok(d) => deliveries.push(d),
-            Err(e) => panic!("send {i}: {e}"),
-        }
-        if i % 1000 == 0 {
-            tokio::task::yield_now().await;
-        }
-    }
+    // Rounds of 40 000 until a drop has cut a request short: on a fast in-memory cluster
+    // with a busy scheduler, one round can finish before the first drop lands.
+    let round = 40_000;
+    let mut total = 0;
     let mut delivered = 0;
     let mut failed = 0;
-    for d in deliveries {
-        match d.await {
-            Ok(_) => delivered += 1,
-            Err(e) => {
-                failed += 1;
-                eprintln!("delivery failed: {e}");
+    for _ in 0..5 {
+        let mut deliveries = Vec::with_capacity(round);
+        for i in total..total + round {
+            let record = ProducerRecord::new(topic.clone(), Bytes::from(format!("{i}")))
+                .partition((i % 3) as i32);
+            match p.send(record).await {
+                Ok(d) => deliveries.push(d),
+                Err(e) => panic!("send {i}: {e}"),
             }
+            if i % 1000 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        total += round;
+        for d in deliveries {
+            match d.await {
+                Ok(_) => delivered += 1,
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("delivery failed: {e}");
+                }
+            }
+        }
+        if p.retries() > 0 {
+            break;
         }
     }
     stop.store(true, Ordering::Relaxed);

@@ -18,11 +18,13 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Metadata, 4, 12),
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 7),
-    (ApiKey::FindCoordinator, 1, 4),
-    (ApiKey::JoinGroup, 5, 9),
-    (ApiKey::Heartbeat, 3, 4),
-    (ApiKey::LeaveGroup, 3, 5),
-    (ApiKey::SyncGroup, 3, 5),
+    // The group APIs from v0, as Kafka 4 advertises them: librdkafka (kcat) turns its
+    // consumer groups on only where v0 of each is offered.
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::ApiVersions, 0, 3),

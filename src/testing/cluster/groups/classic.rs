@@ -79,8 +79,13 @@ impl JoinArgs {
             client_id: client_id.to_owned(),
             client_host: client_host.to_owned(),
             session_timeout: millis(request.session_timeout_ms),
-            // v0 had no rebalance timeout; every version we speak has one.
-            rebalance_timeout: millis(request.rebalance_timeout_ms),
+            // v0 had no rebalance timeout: the session timeout bounds the rebalance, as in
+            // Kafka.
+            rebalance_timeout: millis(if version >= 1 {
+                request.rebalance_timeout_ms
+            } else {
+                request.session_timeout_ms
+            }),
             protocol_type: request.protocol_type.to_string(),
             protocols: request
                 .protocols

@@ -42,7 +42,8 @@ pub(crate) fn is_coordinator(cx: &Cx<'_>, key: &str) -> bool {
         == cx.node
 }
 
-/// `FindCoordinator` v1-4: one key (v1-3) or a batch of keys (v4), groups or transactional ids.
+/// `FindCoordinator` v0-4: one key (v0-3) or a batch of keys (v4), groups or transactional ids
+/// (v0 knows only groups).
 #[allow(
     clippy::needless_pass_by_value,
     reason = "dispatch hands every handler its request"
@@ -91,7 +92,8 @@ pub(crate) fn find_coordinator(
     let found = locate(&request.key);
     FindCoordinatorResponse::default()
         .with_error_code(found.error_code)
-        .with_error_message(found.error_message)
+        // v0 answers no message.
+        .with_error_message(found.error_message.filter(|_| cx.version >= 1))
         .with_node_id(found.node_id)
         .with_host(found.host)
         .with_port(found.port)

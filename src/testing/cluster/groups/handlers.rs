@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{
@@ -27,6 +28,7 @@ use super::super::server::Cx;
 use super::super::state::State;
 use super::classic::{ClassicGroup, JoinArgs, Reply};
 use super::consumer::{self, ConsumerGroup};
+use super::fit;
 use super::{
     Committer, Group, TIMER_NAP, arm_timer, coordinator, limits, next_deadline, offsets, tick,
 };
@@ -83,8 +85,13 @@ fn classic_for_join<'s>(
         .ok_or(ResponseError::UnknownMemberId)
 }
 
-/// `JoinGroup` v5-9.
+/// `JoinGroup` v0-9.
 pub(crate) async fn join(cx: &Cx<'_>, request: JoinGroupRequest) -> JoinGroupResponse {
+    let answer = join_any(cx, request).await;
+    fit::join(answer, cx.version)
+}
+
+async fn join_any(cx: &Cx<'_>, request: JoinGroupRequest) -> JoinGroupResponse {
     let group = request.group_id.to_string();
     if let Err(code) = check_group(cx, &group) {
         return join_refused(code, &request.member_id);
@@ -195,7 +202,7 @@ async fn wait_for<T>(
     }
 }
 
-/// `SyncGroup` v3-5.
+/// `SyncGroup` v0-5.
 pub(crate) async fn sync(cx: &Cx<'_>, request: SyncGroupRequest) -> SyncGroupResponse {
     if cx.version >= 5 && (request.protocol_type.is_none() || request.protocol_name.is_none()) {
         // From v5 both are mandatory; Kafka refuses before the coordinator sees the request.
@@ -224,7 +231,7 @@ pub(crate) async fn sync(cx: &Cx<'_>, request: SyncGroupRequest) -> SyncGroupRes
     settle(cx, &group, reply, ClassicGroup::take_sync, gone).await
 }
 
-/// Heartbeat v3-4.
+/// Heartbeat v0-4.
 pub(crate) fn heartbeat(cx: &Cx<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
     let group = request.group_id.to_string();
     let outcome = check_group(cx, &group).and_then(|()| {
@@ -246,8 +253,16 @@ pub(crate) fn heartbeat(cx: &Cx<'_>, request: HeartbeatRequest) -> HeartbeatResp
     HeartbeatResponse::default().with_error_code(outcome.err().map_or(0, |c| c.code()))
 }
 
-/// `LeaveGroup` v3-5.
-pub(crate) fn leave(cx: &Cx<'_>, request: LeaveGroupRequest) -> LeaveGroupResponse {
+/// `LeaveGroup` v0-5: one member (v0-2) or a batch of members (v3+).
+pub(crate) fn leave(cx: &Cx<'_>, mut request: LeaveGroupRequest) -> LeaveGroupResponse {
+    if cx.version < 3 {
+        request.members = vec![MemberIdentity::default().with_member_id(request.member_id.clone())];
+    }
+    let answer = leave_members(cx, request);
+    fit::leave(answer, cx.version)
+}
+
+fn leave_members(cx: &Cx<'_>, request: LeaveGroupRequest) -> LeaveGroupResponse {
     let group = request.group_id.to_string();
     if let Err(code) = check_group(cx, &group) {
         return LeaveGroupResponse::default().with_error_code(code.code());

@@ -19,6 +19,7 @@ mod assignor;
 mod classic;
 mod consumer;
 pub(crate) mod coordinator;
+mod fit;
 mod handlers;
 mod offsets;
 #[cfg(test)]

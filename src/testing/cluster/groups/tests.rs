@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
     FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest, JoinGroupResponse,
     LeaveGroupRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest, TopicName,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use uuid::Uuid;
 
 use super::super::server::Cx;
@@ -649,4 +649,110 @@ async fn transactional_commits_are_checked_against_the_generation() {
         state.groups.validate_commit("unknown", &committer(3, "m")),
         Err(ResponseError::IllegalGeneration)
     );
+}
+
+/// `message` through the codec at `version`, as a client of that version sends or reads it.
+fn through<M: Encodable + Decodable>(message: &M, version: i16) -> M {
+    let mut buf = BytesMut::new();
+    if let Err(e) = message.encode(&mut buf, version) {
+        panic!("encoding at v{version}: {e}");
+    }
+    let mut bytes = buf.freeze();
+    let decoded = M::decode(&mut bytes, version).unwrap_or_else(|e| panic!("v{version}: {e}"));
+    assert!(bytes.is_empty(), "v{version}: bytes left over");
+    decoded
+}
+
+/// Every advertised version of the classic group APIs, as older clients speak them (librdkafka
+/// 2.0 in kcat: `FindCoordinator` v2, `JoinGroup` v5, `SyncGroup` and `Heartbeat` v3,
+/// `LeaveGroup` v1):
+/// a member finds its coordinator, joins, syncs, heartbeats and leaves, each request and each
+/// answer through the codec at its version.
+#[tokio::test]
+async fn the_classic_group_apis_answer_every_advertised_version() {
+    let c = cluster(&ClusterOptions::default());
+    let shared = c.shared();
+    for join_v in 0..=9_i16 {
+        let group = format!("old-client-{join_v}");
+        let (find_v, sync_v, beat_v, leave_v) =
+            (join_v.min(4), join_v.min(5), join_v.min(4), join_v.min(5));
+
+        let find = if find_v >= 4 {
+            FindCoordinatorRequest::default().with_coordinator_keys(vec![s(&group)])
+        } else {
+            FindCoordinatorRequest::default().with_key(s(&group))
+        };
+        let found = super::find_coordinator(&cx(shared, &group, find_v), through(&find, find_v));
+        let found = through(&found, find_v);
+        let (code, node) = if find_v >= 4 {
+            (
+                found.coordinators[0].error_code,
+                found.coordinators[0].node_id.0,
+            )
+        } else {
+            (found.error_code, found.node_id.0)
+        };
+        assert_eq!((code, node), (0, coordinator_of(&group, 3)), "v{find_v}");
+
+        let mut join = join_request(&group, "", &["range"]);
+        if join_v == 0 {
+            join.rebalance_timeout_ms = -1;
+        }
+        let mut joined = super::join(&cx(shared, &group, join_v), through(&join, join_v)).await;
+        if join_v >= 4 {
+            assert_eq!(joined.error_code, ResponseError::MemberIdRequired.code());
+            join.member_id = joined.member_id.clone();
+            joined = super::join(&cx(shared, &group, join_v), through(&join, join_v)).await;
+        }
+        let joined = through(&joined, join_v);
+        assert_eq!(joined.error_code, 0, "JoinGroup v{join_v}");
+        assert_eq!(joined.leader, joined.member_id, "v{join_v}");
+        assert_eq!(joined.members.len(), 1, "v{join_v}");
+        assert_eq!(joined.protocol_name.as_deref(), Some("range"), "v{join_v}");
+
+        let mut sync = sync_request(&group, &joined, &[(joined.member_id.as_str(), b"plan")]);
+        if sync_v < 5 {
+            sync.protocol_type = None;
+            sync.protocol_name = None;
+        }
+        let synced = super::sync(&cx(shared, &group, sync_v), through(&sync, sync_v)).await;
+        let synced = through(&synced, sync_v);
+        assert_eq!(synced.error_code, 0, "SyncGroup v{sync_v}");
+        assert_eq!(&synced.assignment[..], b"plan", "v{sync_v}");
+
+        let beat = HeartbeatRequest::default()
+            .with_group_id(GroupId(s(&group)))
+            .with_generation_id(joined.generation_id)
+            .with_member_id(joined.member_id.clone());
+        let beaten = super::heartbeat(&cx(shared, &group, beat_v), through(&beat, beat_v));
+        assert_eq!(
+            through(&beaten, beat_v).error_code,
+            0,
+            "Heartbeat v{beat_v}"
+        );
+
+        let leave = if leave_v >= 3 {
+            LeaveGroupRequest::default()
+                .with_group_id(GroupId(s(&group)))
+                .with_members(vec![
+                    MemberIdentity::default().with_member_id(joined.member_id.clone()),
+                ])
+        } else {
+            LeaveGroupRequest::default()
+                .with_group_id(GroupId(s(&group)))
+                .with_member_id(joined.member_id.clone())
+        };
+        for want in [0, ResponseError::UnknownMemberId.code()] {
+            let left = super::leave(&cx(shared, &group, leave_v), through(&leave, leave_v));
+            let left = through(&left, leave_v);
+            let code = if leave_v >= 3 {
+                assert_eq!(left.error_code, 0);
+                left.members[0].error_code
+            } else {
+                assert!(left.members.is_empty());
+                left.error_code
+            };
+            assert_eq!(code, want, "LeaveGroup v{leave_v}");
+        }
+    }
 }
