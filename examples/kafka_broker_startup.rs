@@ -112,9 +112,9 @@ mod tests {
         super::runs::topic("boarding-passes.kafka_broker_startup", 1).await?;
         // A group of this run's own: a pass an earlier run left unsettled under the app's
         // fixed group would be read first, and the handler called twice.
-        let broker = broker(&super::live::bootstrap(), &fresh("gate"));
-        let tb = TestApp::start_live_within(service(broker), Duration::from_secs(30)).await?;
-        a_started_service_reads_what_follows_body(tb).await
+        let gate = service(broker(&super::live::bootstrap(), &fresh("gate")));
+        let started = TestApp::start_live_within(gate, Duration::from_secs(30)).await?;
+        a_started_service_reads_what_follows_body(started).await
     }
 
     /// The test body, whichever way the service was started.

@@ -64,7 +64,7 @@ fn sorted(printed: &str) -> Vec<String> {
 
 const FORMAT: &str = "%p %o %k=%s\n";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn kcat_produces_lists_and_reads_back_with_and_without_a_group() {
     let (cluster, bootstrap) = serve().await;
     let keys = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];

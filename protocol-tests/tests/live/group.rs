@@ -135,6 +135,15 @@ pub(crate) async fn quick_client() -> Client {
     }
 }
 
+/// A producer writing uncompressed records, for the few a group test needs.
+async fn plain_producer(client: &Client) -> ruststream_kafka::client::Producer {
+    producer(
+        client,
+        super::codec_config(ruststream_kafka::client::Codec::None),
+    )
+    .await
+}
+
 /// A group configuration with short timers, so rebalances take seconds.
 pub(crate) fn group_config(group: &str, strategy: &str) -> ConsumerConfig {
     ConsumerConfig {
@@ -362,11 +371,7 @@ async fn a_pattern_subscription_takes_in_new_topics() {
         m.with(|s| s.owned.len()) == 3 + 2
     })
     .await;
-    let p = producer(
-        &client,
-        super::codec_config(ruststream_kafka::client::Codec::None),
-    )
-    .await;
+    let p = plain_producer(&client).await;
     send_all(
         &p,
         vec![ProducerRecord::new(&second, bytes("new".to_owned()))],
@@ -388,11 +393,7 @@ async fn a_hint_takes_in_a_new_topic_at_once_and_a_late_topic_is_read_from_its_s
     let prefix = unique_topic("late");
     let first = format!("{prefix}-a");
     create_topic(&client, &first, 1).await;
-    let p = producer(
-        &client,
-        super::codec_config(ruststream_kafka::client::Codec::None),
-    )
-    .await;
+    let p = plain_producer(&client).await;
     send_all(
         &p,
         vec![ProducerRecord::new(&first, bytes("before".to_owned()))],
@@ -474,11 +475,7 @@ async fn a_subscribed_topic_created_after_the_join_is_taken_up_within_heartbeats
     );
     create_topic(&client, &topic, 2).await;
     wait_until(Duration::from_secs(15), || m.with(|s| s.owned.len()) == 2).await;
-    let p = producer(
-        &client,
-        super::codec_config(ruststream_kafka::client::Codec::None),
-    )
-    .await;
+    let p = plain_producer(&client).await;
     send_all(
         &p,
         vec![ProducerRecord::new(&topic, bytes("first".to_owned())).partition(1)],
