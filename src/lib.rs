@@ -22,6 +22,9 @@ pub mod context;
 mod distribution;
 mod eos;
 mod error;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod message;
 #[cfg(doctest)]
 mod must_use;

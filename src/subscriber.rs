@@ -763,6 +763,13 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
     // A partition handed back with nothing committed resumes where this member started, not at
     // a reset that moved on (B8, G4); the start itself is never committed (F1).
     config.remember_starts = true;
+    // A batch that cannot be read: under Commit::Auto reported and read past, as librdkafka
+    // does; where commits follow settled records, the partition holds there instead, so
+    // no committed offset passes records nobody handled.
+    config.corrupt_batches = match plan.commit {
+        Commit::Auto => crate::client::CorruptBatch::Skip,
+        Commit::Tracked | Commit::Transactional(_) => crate::client::CorruptBatch::Hold,
+    };
     let limits = queue_limits(&config);
     let client = Client::connect(settings.client_config())
         .await

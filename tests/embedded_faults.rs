@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ruststream_kafka::client::{
-    Admin, Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, GroupProtocol,
-    IsolationLevel, NewTopic, OffsetReset, OffsetSpec, PartitionReader, Producer, ProducerConfig,
-    ProducerRecord, Subscription,
+    Admin, CORRUPT_REFETCHES, Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent,
+    CorruptBatch, GroupProtocol, IsolationLevel, NewTopic, OffsetReset, OffsetSpec,
+    PartitionReader, Producer, ProducerConfig, ProducerRecord, StartAt, Subscription,
+    TopicPartition,
 };
 use ruststream_kafka::testing::faults::{ApiKey, ResponseError};
 use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
@@ -342,4 +343,153 @@ async fn an_expired_classic_session_is_lost_then_rejoined() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_kip848_session_is_lost_then_rejoined() {
     an_expired_session_is_lost_then_rejoined(GroupProtocol::Consumer).await;
+}
+
+/// A consumer of partition 0 of `topic` from its start, checking CRCs, with `policy`.
+fn crc_checking(client: &Client, topic: &str, policy: CorruptBatch) -> Consumer {
+    let mut consumer = Consumer::new(
+        client.clone(),
+        ConsumerConfig {
+            check_crcs: true,
+            corrupt_batches: policy,
+            fetch_error_backoff: Duration::from_millis(50),
+            ..ConsumerConfig::default()
+        },
+    )
+    .expect("consumer");
+    consumer
+        .assign(&[(TopicPartition::new(topic, 0), StartAt::Earliest)])
+        .expect("assigned");
+    consumer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_corrupted_on_the_way_is_fetched_again_and_read() {
+    let cluster = cluster();
+    let client = connect(&cluster).await;
+    topic(&client, "bitflip").await;
+    let producer = idempotent(&client);
+    deliver(&producer, "bitflip", "one").await;
+    cluster
+        .faults()
+        .corrupt_fetched("bitflip", 0, CORRUPT_REFETCHES as usize);
+    let mut consumer = crc_checking(&client, "bitflip", CorruptBatch::Hold);
+    let mut seen = Vec::new();
+    poll_until(&mut consumer, &mut seen, |s| {
+        s.iter().any(|e| e == "record one")
+    })
+    .await;
+    assert_eq!(seen, ["record one"], "no error for a fault a refetch heals");
+    consumer.close().await.expect("closes");
+}
+
+/// A batch that stays unreadable: reported once, then held at (nothing after it is read,
+/// until a seek past it) or skipped past, per the policy. Before, it was reported at every
+/// fetch and fetched again forever.
+async fn an_unreadable_batch(policy: CorruptBatch) {
+    let cluster = cluster();
+    let client = connect(&cluster).await;
+    let name = format!("rotten-{policy:?}");
+    topic(&client, &name).await;
+    let producer = idempotent(&client);
+    deliver(&producer, &name, "good").await;
+    let mut consumer = crc_checking(&client, &name, policy);
+    let mut seen = Vec::new();
+    poll_until(&mut consumer, &mut seen, |s| {
+        s.iter().any(|e| e == "record good")
+    })
+    .await;
+
+    cluster.faults().corrupt_fetched(&name, 0, usize::MAX);
+    let bad = deliver(&producer, &name, "bad").await;
+    poll_until(&mut consumer, &mut seen, |s| {
+        s.iter().any(|e| e.starts_with("error"))
+    })
+    .await;
+    let error = seen.last().cloned().unwrap_or_default();
+    assert!(error.contains(&format!("batch at offset {bad}")), "{error}");
+    // Only the corrupted answers stop now: what is written next is fetched clean.
+    cluster.faults().corrupt_fetched(&name, 0, 0);
+    let tp = TopicPartition::new(&name, 0);
+    match policy {
+        CorruptBatch::Hold => {
+            assert!(error.contains("held"), "{error}");
+            // Held: nothing further comes, no error again, though more is written.
+            deliver(&producer, &name, "after").await;
+            let quiet = tokio::time::timeout(Duration::from_secs(2), consumer.poll()).await;
+            assert!(quiet.is_err(), "held, yet: {quiet:?}");
+            assert_eq!(consumer.position(&tp), Some(bad));
+            // A seek past the batch reads on.
+            consumer
+                .seek(&tp, StartAt::Offset(bad + 1))
+                .await
+                .expect("seeks");
+        }
+        CorruptBatch::Skip => {
+            assert!(error.contains("skipped"), "{error}");
+            deliver(&producer, &name, "after").await;
+        }
+    }
+    poll_until(&mut consumer, &mut seen, |s| {
+        s.iter().any(|e| e == "record after")
+    })
+    .await;
+    let errors = seen.iter().filter(|e| e.starts_with("error")).count();
+    assert_eq!(errors, 1, "reported once: {seen:?}");
+    assert!(!seen.iter().any(|e| e == "record bad"), "{seen:?}");
+    consumer.close().await.expect("closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_batch_holds_its_partition_until_a_seek() {
+    an_unreadable_batch(CorruptBatch::Hold).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_batch_is_skipped_when_asked() {
+    an_unreadable_batch(CorruptBatch::Skip).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_refused_an_id_fails_what_it_holds_then_starts_over() {
+    let cluster = cluster();
+    let client = connect(&cluster).await;
+    topic(&client, "refused").await;
+    cluster.faults().fail_next(
+        ApiKey::InitProducerId,
+        1,
+        ResponseError::ClusterAuthorizationFailed,
+    );
+    let p = idempotent(&client);
+    let first = ProducerRecord::new("refused", Bytes::from_static(b"first")).partition(0);
+    let delivery = p
+        .send(first)
+        .await
+        .expect("queued before the id is asked for");
+    let failed = tokio::time::timeout(Duration::from_secs(30), delivery)
+        .await
+        .expect("in time");
+    let error = failed.expect_err("no producer id, no delivery").to_string();
+    assert!(error.contains("producer id"), "{error}");
+    // Before, the producer stayed failed until the process restarted; now it starts over
+    // with a new producer id after a short wait, and what is sent then is delivered.
+    let started_over = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let record = ProducerRecord::new("refused", Bytes::from_static(b"later")).partition(0);
+            match p.send(record).await {
+                Ok(delivery) => match delivery.await {
+                    Ok(metadata) => return metadata.offset,
+                    Err(e) => panic!("a record accepted after the restart failed: {e}"),
+                },
+                Err(e) => {
+                    assert!(e.to_string().contains("producer id"), "{e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    })
+    .await
+    .expect("the producer starts over within seconds");
+    assert_eq!(started_over, 0, "the failed record was not written");
+    assert_eq!(values(&client, "refused").await, ["later"]);
 }

@@ -560,3 +560,208 @@ async fn committed_values(client: &Client, topic: &str) -> HashSet<String> {
     }
     values
 }
+
+/// Partition 0 of `topic` as the cluster describes it now.
+async fn partition_now(
+    client: &Client,
+    topic: &str,
+) -> Option<ruststream_kafka::client::PartitionInfo> {
+    let _ = client.refresh_metadata(&[topic]).await;
+    client.with_metadata(|m| {
+        m.topics
+            .get(topic)
+            .and_then(|t| t.partitions.first().cloned())
+    })
+}
+
+/// Waits up to `limit` for partition 0 of `topic` to satisfy `done`.
+async fn wait_for_partition(
+    client: &Client,
+    topic: &str,
+    limit: Duration,
+    what: &str,
+    done: impl Fn(&ruststream_kafka::client::PartitionInfo) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let now = partition_now(client, topic).await;
+        if now.as_ref().is_some_and(&done) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{topic}-0: {what} did not happen in {limit:?}; now {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// Writes `values` to partition 0 with `acks=all`; every one must be acknowledged.
+async fn write_all(client: &Client, topic: &str, values: &[String]) {
+    let producer = match Producer::new(client.clone(), ProducerConfig::default()) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let mut deliveries = Vec::new();
+    for v in values {
+        let record = ProducerRecord::new(topic.to_owned(), Bytes::from(v.clone())).partition(0);
+        match producer.send(record).await {
+            Ok(d) => deliveries.push(d),
+            Err(e) => panic!("send {v}: {e}"),
+        }
+    }
+    for (v, d) in values.iter().zip(deliveries) {
+        if let Err(e) = tokio::time::timeout(Duration::from_mins(1), d)
+            .await
+            .unwrap_or_else(|_| panic!("{v}: no answer in a minute"))
+        {
+            panic!("{v}: {e}");
+        }
+    }
+    let _ = producer.close(Duration::from_secs(10)).await;
+}
+
+/// Reads from `consumer` until a record with `last` comes, keeping (offset, value) of each.
+async fn read_until(consumer: &mut Consumer, seen: &mut Vec<(i64, String)>, last: &str) {
+    let waited = tokio::time::timeout(Duration::from_mins(2), async {
+        while !seen.iter().any(|(_, v)| v == last) {
+            match consumer.poll().await {
+                Ok(ConsumerEvent::Records(r)) => {
+                    for record in r.records {
+                        let value =
+                            String::from_utf8_lossy(record.value.as_deref().unwrap_or_default())
+                                .into_owned();
+                        seen.push((record.offset, value));
+                    }
+                }
+                Ok(other) => eprintln!("consumer: {other:?}"),
+                Err(e) => panic!("poll: {e}"),
+            }
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "{last} was not read; read so far: {seen:?}");
+}
+
+fn named(prefix: &str, range: std::ops::Range<i64>) -> Vec<String> {
+    range.map(|i| format!("{prefix}-{i}")).collect()
+}
+
+/// KIP-320: an unclean election makes a replica that missed the last writes the leader; new
+/// records then take the lost offsets. A consumer that had read the lost records must notice
+/// the truncation (`OffsetForLeaderEpoch`) and read on from where the new leader's log diverged:
+/// every new record is read, none is skipped because its offset was already passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_detects_the_log_truncation_of_an_unclean_election() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let client = client().await;
+    all_three_brokers(&client).await;
+    let topic = unique_topic("unclean");
+    let admin = Admin::new(client.clone());
+    if let Err(e) = admin
+        .create_topics(
+            &[ruststream_kafka::client::NewTopic::new(&topic, 1, 2)
+                .config("unclean.leader.election.enable", "true")
+                .config("min.insync.replicas", "1")],
+            Duration::from_secs(30),
+        )
+        .await
+    {
+        panic!("create {topic}: {e}");
+    }
+    wait_for_partition(
+        &client,
+        &topic,
+        Duration::from_secs(30),
+        "two replicas in sync",
+        |p| p.leader >= 0 && p.isr.len() == 2,
+    )
+    .await;
+    let first = partition_now(&client, &topic).await.expect("described");
+    let old_leader = first.leader;
+    let follower = first
+        .replicas
+        .iter()
+        .copied()
+        .find(|&r| r != old_leader)
+        .expect("two replicas");
+    eprintln!(
+        "{topic}-0: leader {old_leader}, follower {follower}, epoch {}",
+        first.leader_epoch
+    );
+
+    write_all(&client, &topic, &named("old", 0..10)).await;
+    let mut consumer = match Consumer::new(
+        client.clone(),
+        ConsumerConfig {
+            auto_offset_reset: OffsetReset::Earliest,
+            ..ConsumerConfig::default()
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let tp = ruststream_kafka::client::TopicPartition::new(&topic, 0);
+    if let Err(e) = consumer.assign(&[(tp.clone(), ruststream_kafka::client::StartAt::Earliest)]) {
+        panic!("assign: {e}");
+    }
+    let mut seen = Vec::new();
+    read_until(&mut consumer, &mut seen, "old-9").await;
+
+    // The follower dies; once it is out of the ISR, five more records reach the leader only.
+    let id = follower.to_string();
+    drop(tokio::task::spawn_blocking(move || kafka_script(&["kill", &id])).await);
+    wait_for_partition(
+        &client,
+        &topic,
+        Duration::from_mins(1),
+        "the ISR shrinking",
+        |p| p.isr == [old_leader],
+    )
+    .await;
+    write_all(&client, &topic, &named("lost", 10..15)).await;
+    read_until(&mut consumer, &mut seen, "lost-14").await;
+
+    // The leader dies too, and the follower comes back: the only replica left, elected
+    // uncleanly, its log ending at 10.
+    let id = old_leader.to_string();
+    drop(tokio::task::spawn_blocking(move || kafka_script(&["kill", &id])).await);
+    let id = follower.to_string();
+    if let Err(e) = tokio::task::spawn_blocking(move || start_node(&id)).await {
+        panic!("start {follower}: {e}");
+    }
+    wait_for_partition(
+        &client,
+        &topic,
+        Duration::from_mins(2),
+        "the unclean election",
+        |p| p.leader == follower,
+    )
+    .await;
+    let elected = partition_now(&client, &topic).await.expect("described");
+    eprintln!(
+        "{topic}-0: leader {} at epoch {}",
+        elected.leader, elected.leader_epoch
+    );
+    write_all(&client, &topic, &named("new", 10..20)).await;
+    read_until(&mut consumer, &mut seen, "new-19").await;
+
+    // Back to three nodes for the tests after this one; the old leader truncates and follows.
+    let id = old_leader.to_string();
+    if let Err(e) = tokio::task::spawn_blocking(move || start_node(&id)).await {
+        panic!("start {old_leader}: {e}");
+    }
+    all_three_brokers(&client).await;
+    let _ = consumer.close().await;
+
+    // Nothing re-read from the start (an out-of-range reset would), nothing skipped (a fetch
+    // from the old position would): the new records follow from the divergence on.
+    let mut expected: Vec<(i64, String)> = Vec::new();
+    expected.extend((0..10).map(|i| (i, format!("old-{i}"))));
+    expected.extend((10..15).map(|i| (i, format!("lost-{i}"))));
+    expected.extend((10..20).map(|i| (i, format!("new-{i}"))));
+    assert_eq!(
+        seen, expected,
+        "what the reader read across the unclean election"
+    );
+}

@@ -15,6 +15,7 @@ pub mod producer;
 mod reader;
 pub mod records;
 mod security;
+mod unwind;
 
 use std::borrow::Cow;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -29,12 +30,15 @@ pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub(crate) use config::{bootstrap_list_shown, without_userinfo};
 pub use consumer::{
-    CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, ConsumerHandle, FetchStats,
-    GroupMember, GroupMetadata, GroupProtocol, LateTopicStart, OffsetReset, OffsetToCommit,
-    Offsets, PartitionRecords, Revocation, StartAt, Subscription, TopicPartition,
+    CORRUPT_REFETCHES, CommittedOffset, Consumer, ConsumerConfig, ConsumerEvent, ConsumerHandle,
+    CorruptBatch, FetchStats, GroupMember, GroupMetadata, GroupProtocol, LateTopicStart,
+    OffsetReset, OffsetToCommit, Offsets, PartitionRecords, Revocation, StartAt, Subscription,
+    TopicPartition,
 };
 pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
+#[cfg(feature = "testing")]
+pub(crate) use net::check_request;
 pub use net::{
     ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response, memory,
     reauthentications, unsecured_jwt_provider,

@@ -13,7 +13,7 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::client::Client;
-use crate::client::consumer::decode_partition;
+use crate::client::consumer::{Budget, decode_partition};
 use crate::client::error::{Error, Result};
 use crate::client::records::Record;
 
@@ -137,9 +137,17 @@ impl PartitionReader {
             data.aborted_transactions,
             offset,
             self.isolation,
-            self.client.config().max_response_size,
+            &mut Budget::new(self.client.config().max_response_size),
             self.check_crcs,
-        )?;
+        );
+        // What came before an unreadable batch is returned; the batch itself is the error
+        // once it is the first thing left to read.
+        if let Some(corrupt) = decoded.corrupt
+            && decoded.records.is_empty()
+            && decoded.next_offset == offset
+        {
+            return Err(corrupt.error);
+        }
         Ok(FetchedPartition {
             records: decoded.records,
             next_offset: decoded.next_offset,

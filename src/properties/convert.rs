@@ -315,6 +315,7 @@ pub(super) fn consumer_config(s: &Settings) -> ConsumerConfig {
             IsolationLevel::ReadCommitted
         },
         check_crcs: s.bool(id::CHECK_CRCS),
+        corrupt_batches: crate::client::CorruptBatch::Hold,
         fetch_min_bytes: s.int(id::FETCH_MIN_BYTES),
         fetch_max_bytes: s.int(id::FETCH_MAX_BYTES),
         fetch_wait_max: millis(s.int(id::FETCH_WAIT_MAX_MS)),

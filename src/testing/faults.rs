@@ -90,6 +90,8 @@ struct Plan {
     close: Vec<Armed<()>>,
     /// (key type, key) -> the node that coordinates it.
     coordinators: HashMap<(i8, String), i32>,
+    /// (topic, partition) -> how many more fetch answers with records are corrupted.
+    corrupt: HashMap<(String, i32), usize>,
 }
 
 /// What the brokers of one cluster consult before each request.
@@ -131,6 +133,21 @@ impl FaultState {
             delay: take(&mut plan.delay, api),
             fail: take(&mut plan.fail, api),
         }
+    }
+
+    /// Whether this fetch answer's records of `topic`/`partition` are to be corrupted (one
+    /// shot of the armed count).
+    pub(crate) fn corrupts(&self, topic: &str, partition: i32) -> bool {
+        let mut plan = self.plan();
+        let key = (topic.to_owned(), partition);
+        let Some(left) = plan.corrupt.get_mut(&key) else {
+            return false;
+        };
+        *left -= 1;
+        if *left == 0 {
+            plan.corrupt.remove(&key);
+        }
+        true
     }
 
     /// Follows the drops of `node`: the receiver changes when the node's connections must
@@ -179,6 +196,20 @@ impl Faults {
             remaining: n,
             what: delay,
         });
+    }
+
+    /// The next `n` fetch answers that carry records of `topic`/`partition` have the last byte
+    /// of those records flipped, as a bit error on the way or on disk would: the last batch's
+    /// CRC-32C no longer matches (a client sees it with `check.crcs`). The log itself is
+    /// untouched. `usize::MAX` corrupts every answer from now on; `0` stops corrupting.
+    pub fn corrupt_fetched(&self, topic: &str, partition: i32, n: usize) {
+        let mut plan = self.shared.faults.plan();
+        let key = (topic.to_owned(), partition);
+        if n == 0 {
+            plan.corrupt.remove(&key);
+        } else {
+            plan.corrupt.insert(key, n);
+        }
     }
 
     /// The next connection (to any node) that sends a request of `api` is closed instead of

@@ -30,6 +30,23 @@ pub enum LateTopicStart {
     Earliest,
 }
 
+/// Not a librdkafka setting: what the consumer does with a fetched batch it cannot read (a
+/// CRC mismatch, a decompression failure, records that contradict their header) once it
+/// failed [`CORRUPT_REFETCHES`](super::CORRUPT_REFETCHES) more fetches. Either way it is
+/// reported once, as [`ConsumerEvent::Error`](super::ConsumerEvent::Error), and logged at
+/// ERROR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CorruptBatch {
+    /// The partition stops at the batch: nothing past it is fetched, handed out, stored or
+    /// committed until a seek moves it or the partition is reassigned (the default; nothing
+    /// is lost).
+    #[default]
+    Hold,
+    /// Fetching goes on after the batch (as librdkafka reports a bad message and reads on),
+    /// so its records are never handed out and later positions pass them.
+    Skip,
+}
+
 /// `group.protocol`: which rebalance protocol a group member speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GroupProtocol {
@@ -84,13 +101,14 @@ pub struct ConsumerConfig {
     pub late_topic_start: LateTopicStart,
     /// `isolation.level`.
     pub isolation: IsolationLevel,
-    /// `check.crcs`: check the CRC-32C of every fetched batch. A mismatch is reported as an
-    /// invalid record and the partition is fetched again after `fetch.error.backoff.ms`,
-    /// never skipped. Off by default, as in librdkafka: TCP and the broker (which checks every
-    /// produced batch) already guard the bytes, and the check costs about a fifth of the
-    /// client's work per small record. Unchecked, a corrupt batch still decodes within bounds
-    /// or fails as malformed.
+    /// `check.crcs`: check the CRC-32C of every fetched batch. A mismatch makes the batch
+    /// unreadable, handled per [`ConsumerConfig::corrupt_batches`]. Off by default, as in
+    /// librdkafka: TCP and the broker (which checks every produced batch) already guard the
+    /// bytes, and the check costs about a fifth of the client's work per small record.
+    /// Unchecked, a corrupt batch still decodes within bounds or fails as malformed.
     pub check_crcs: bool,
+    /// Not a librdkafka property: what happens to a batch that cannot be read.
+    pub corrupt_batches: CorruptBatch,
     /// `fetch.min.bytes`.
     pub fetch_min_bytes: i32,
     /// `fetch.max.bytes`.
@@ -130,6 +148,7 @@ impl Default for ConsumerConfig {
             late_topic_start: LateTopicStart::Reset,
             isolation: IsolationLevel::ReadCommitted,
             check_crcs: false,
+            corrupt_batches: CorruptBatch::Hold,
             fetch_min_bytes: 1,
             fetch_max_bytes: 52_428_800,
             fetch_wait_max: Duration::from_millis(500),

@@ -11,6 +11,12 @@
 //! partitions refresh metadata and retry the partition after `fetch.error.backoff.ms`, from
 //! the same offset (no gap, no re-read); an out-of-range offset restarts the partition per
 //! `auto.offset.reset`; a failed request resets the broker's session.
+//!
+//! No fault is silent and none loops forever: a request task that panics is reported and
+//! handled as a failed request (its partitions are fetched again); a batch that cannot be
+//! read is fetched [`CORRUPT_REFETCHES`] more times (corruption in transit heals), then
+//! reported once and, per [`CorruptBatch`], held at or skipped past. Decompression draws on
+//! one allowance per response (`receive.message.max.bytes`), not one per batch.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError};
@@ -21,18 +27,23 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
-use tokio::task::JoinSet;
+use tokio::task::{Id, JoinError, JoinSet};
 
 use crate::client::error::{Error, Result};
 use crate::client::reader::IsolationLevel;
 
-use super::decode::{Decoded, decode_partition};
+use super::config::CorruptBatch;
+use super::decode::{Budget, Corrupt, Decoded, decode_partition};
 use super::fetch_session::{FetchPosition, FetchSession, SessionRequest};
-use super::state::{Chunk, State};
+use super::state::{Chunk, Part, State};
+use super::validation::{self, Check};
 use super::{Shared, StartAt, TopicPartition, positions};
 
 /// Fetch versions with sessions (v7) and topic names (v13 moved to topic ids).
 const FETCH_VERSIONS: VersionRange = VersionRange { min: 7, max: 12 };
+
+/// How many more times a batch that could not be read is fetched before it is reported.
+pub const CORRUPT_REFETCHES: u32 = 2;
 
 /// One partition of a request in flight.
 #[derive(Debug, Clone)]
@@ -46,7 +57,7 @@ struct Want {
 #[derive(Debug)]
 struct Outcome {
     error: Option<ResponseError>,
-    decoded: Result<Decoded>,
+    decoded: Decoded,
     high_watermark: i64,
     bytes: usize,
 }
@@ -60,6 +71,57 @@ struct Answer {
     node: i32,
     wants: Vec<Want>,
     result: Result<Fetched>,
+    /// The request's task died (panicked) instead of answering.
+    died: bool,
+}
+
+/// The requests on the wire, each remembered by its task so that one that panics still
+/// comes back as an answer: a failed request for its broker and partitions.
+#[derive(Default)]
+struct InFlight {
+    tasks: JoinSet<Answer>,
+    asked: HashMap<Id, (i32, Vec<Want>)>,
+}
+
+impl InFlight {
+    fn spawn<F>(&mut self, node: i32, wants: Vec<Want>, request: F)
+    where
+        F: Future<Output = Answer> + Send + 'static,
+    {
+        let id = self.tasks.spawn(request).id();
+        self.asked.insert(id, (node, wants));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// The next finished request; `None` when none is on the wire.
+    ///
+    /// Cancel safety: cancel safe (a task's result stays in the set until taken).
+    async fn next(&mut self) -> Option<Answer> {
+        let joined = self.tasks.join_next_with_id().await?;
+        Some(self.settle(joined))
+    }
+
+    fn settle(&mut self, joined: std::result::Result<(Id, Answer), JoinError>) -> Answer {
+        match joined {
+            Ok((id, answer)) => {
+                self.asked.remove(&id);
+                answer
+            }
+            Err(e) => {
+                let (node, wants) = self.asked.remove(&e.id()).unwrap_or_default();
+                tracing::error!(node, error = %e, "a fetch task failed; fetching its partitions again");
+                Answer {
+                    node,
+                    wants,
+                    result: Err(Error::Closed(format!("fetch task for broker {node}: {e}"))),
+                    died: true,
+                }
+            }
+        }
+    }
 }
 
 /// Runs until the consumer closes.
@@ -70,7 +132,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         node_backoff: HashMap::new(),
         last_refresh: None,
     };
-    let mut in_flight: JoinSet<Answer> = JoinSet::new();
+    let mut in_flight = InFlight::default();
     let mut closing = shared.closing.subscribe();
     loop {
         if shared.is_closing() {
@@ -83,7 +145,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         ));
         tokio::select! {
             () = shared.fetch_wake.notified() => {}
-            Some(Ok(answer)) = in_flight.join_next(), if !in_flight.is_empty() => {
+            Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
                 fetcher.absorb(&shared, answer);
             }
             () = sleep => {}
@@ -102,16 +164,13 @@ struct Fetcher {
 
 impl Fetcher {
     /// Starts what can start; returns when something waiting on time becomes possible.
-    fn dispatch(
-        &mut self,
-        shared: &Arc<Shared>,
-        in_flight: &mut JoinSet<Answer>,
-    ) -> Option<Instant> {
+    fn dispatch(&mut self, shared: &Arc<Shared>, in_flight: &mut InFlight) -> Option<Instant> {
         let now = Instant::now();
         let config = &shared.config;
         let mut wake_at: Option<Instant> = None;
         let mut by_node: HashMap<i32, Vec<Want>> = HashMap::new();
         let mut to_resolve = Vec::new();
+        let mut to_validate = Vec::new();
         let mut no_leader: HashSet<Arc<str>> = HashSet::new();
         {
             let mut state = shared.lock();
@@ -124,7 +183,12 @@ impl Fetcher {
                     }
                     part.backoff_until = None;
                 }
-                if part.paused || part.revoking || part.in_flight {
+                if part.paused
+                    || part.revoking
+                    || part.in_flight
+                    || part.validating
+                    || part.held.is_some()
+                {
                     continue;
                 }
                 let Some(offset) = part.fetch_offset else {
@@ -145,6 +209,10 @@ impl Fetcher {
                     no_leader.insert(tp.topic.clone());
                     continue;
                 };
+                if let Some(check) = check_needed(tp, part, leader, epoch, offset) {
+                    to_validate.push(check);
+                    continue;
+                }
                 if self.busy.contains(&leader) {
                     continue;
                 }
@@ -175,35 +243,53 @@ impl Fetcher {
         if !to_resolve.is_empty() {
             tokio::spawn(positions::resolve(shared.clone(), to_resolve));
         }
+        if !to_validate.is_empty() {
+            tokio::spawn(validation::validate(shared.clone(), to_validate));
+        }
         if !no_leader.is_empty() {
             self.refresh(shared, no_leader.into_iter().collect());
             let retry = now + shared.client.config().retry_backoff;
             wake_at = Some(wake_at.map_or(retry, |w| w.min(retry)));
         }
-        for (node, mut wants) in by_node {
-            // A rotating start gives every partition its turn at the front, where a batch
-            // larger than the partition limit is still returned whole.
-            if wants.len() > 1 {
-                let turn = fastrand::usize(..wants.len());
-                wants.rotate_left(turn);
-            }
-            let keyed: Vec<_> = wants
-                .iter()
-                .map(|w| ((w.tp.topic.clone(), w.tp.partition), w.position))
-                .collect();
-            let request = self.sessions.entry(node).or_default().request(&keyed);
-            {
-                let mut stats = shared.stats.lock().unwrap_or_else(PoisonError::into_inner);
-                if request.epoch == 0 {
-                    stats.full += 1;
-                } else {
-                    stats.incremental += 1;
-                }
-            }
-            self.busy.insert(node);
-            in_flight.spawn(fetch(shared.clone(), node, request, wants));
+        for (node, wants) in by_node {
+            self.send(shared, in_flight, node, wants);
         }
         wake_at
+    }
+
+    /// Puts one Fetch for `wants` on the wire to `node`, in its session.
+    fn send(
+        &mut self,
+        shared: &Arc<Shared>,
+        in_flight: &mut InFlight,
+        node: i32,
+        mut wants: Vec<Want>,
+    ) {
+        // A rotating start gives every partition its turn at the front, where a batch
+        // larger than the partition limit is still returned whole.
+        if wants.len() > 1 {
+            let turn = fastrand::usize(..wants.len());
+            wants.rotate_left(turn);
+        }
+        let keyed: Vec<_> = wants
+            .iter()
+            .map(|w| ((w.tp.topic.clone(), w.tp.partition), w.position))
+            .collect();
+        let request = self.sessions.entry(node).or_default().request(&keyed);
+        {
+            let mut stats = shared.stats.lock().unwrap_or_else(PoisonError::into_inner);
+            if request.epoch == 0 {
+                stats.full += 1;
+            } else {
+                stats.incremental += 1;
+            }
+        }
+        self.busy.insert(node);
+        in_flight.spawn(
+            node,
+            wants.clone(),
+            fetch(shared.clone(), node, request, wants),
+        );
     }
 
     /// Applies a finished request to the consumer's state.
@@ -212,6 +298,7 @@ impl Fetcher {
             node,
             wants,
             result,
+            died,
         } = answer;
         self.busy.remove(&node);
         let session = self.sessions.entry(node).or_default();
@@ -232,6 +319,11 @@ impl Fetcher {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .failed += 1;
+                if died {
+                    // The consumer hears of it; its partitions are fetched again after the
+                    // backoff, from where they were.
+                    state.report(e.clone());
+                }
                 tracing::debug!(node, error = %e, "fetch failed");
                 self.node_backoff.insert(node, now + backoff);
                 refresh.extend(wants.iter().map(|w| w.tp.topic.clone()));
@@ -273,7 +365,10 @@ impl Fetcher {
                     {
                         continue;
                     }
-                    if let Some(topic) = apply(&mut state, &tp, want, outcome, now + backoff) {
+                    let policy = shared.config.corrupt_batches;
+                    if let Some(topic) =
+                        apply(&mut state, &tp, want, outcome, now + backoff, policy)
+                    {
                         refresh.insert(topic);
                     }
                 }
@@ -318,27 +413,44 @@ fn apply(
     want: &Want,
     outcome: Outcome,
     retry_at: Instant,
+    policy: CorruptBatch,
 ) -> Option<Arc<str>> {
     match (outcome.error, outcome.decoded) {
-        (None, Ok(decoded)) => {
-            let chunk = Chunk {
-                generation: want.generation,
-                records: decoded.records,
-                next_offset: decoded.next_offset,
-                leader_epoch: want.position.leader_epoch,
-                high_watermark: outcome.high_watermark,
-                bytes: outcome.bytes,
-            };
-            state.push(tp, chunk);
-        }
-        (None, Err(e)) => {
-            // A batch we cannot read: stop here rather than skip it.
-            state.report(Error::InvalidRecord(format!(
-                "{tp} at offset {}: {e}",
-                want.position.offset
-            )));
-            if let Some(part) = state.parts.get_mut(tp) {
-                part.backoff_until = Some(retry_at);
+        (None, decoded) => {
+            let Decoded {
+                records,
+                next_offset,
+                corrupt,
+                last_epoch,
+            } = decoded;
+            let at = next_offset;
+            if corrupt.is_none() || !records.is_empty() || next_offset > want.position.offset {
+                state.push(
+                    tp,
+                    Chunk {
+                        generation: want.generation,
+                        records,
+                        next_offset,
+                        leader_epoch: want.position.leader_epoch,
+                        batch_epoch: last_epoch,
+                        high_watermark: outcome.high_watermark,
+                        bytes: outcome.bytes,
+                    },
+                );
+            }
+            if let Some(corrupt) = corrupt {
+                unreadable(
+                    state,
+                    tp,
+                    want,
+                    at,
+                    &corrupt,
+                    outcome.high_watermark,
+                    retry_at,
+                    policy,
+                );
+            } else if let Some(part) = state.parts.get_mut(tp) {
+                part.corrupt = None;
             }
         }
         (Some(ResponseError::OffsetOutOfRange), _) => {
@@ -360,6 +472,105 @@ fn apply(
         }
     }
     None
+}
+
+/// Whether `part`'s position must be checked before it is fetched from `leader` at `epoch`
+/// (KIP-320: the epoch went up since the last batch fetched); marks it as being checked.
+fn check_needed(
+    tp: &TopicPartition,
+    part: &mut Part,
+    leader: i32,
+    epoch: i32,
+    offset: i64,
+) -> Option<Check> {
+    if epoch < 0 {
+        return None;
+    }
+    if part.validated_epoch < 0 || part.fetched_epoch < 0 {
+        // Nothing fetched under an older epoch: nothing to check.
+        part.validated_epoch = part.validated_epoch.max(epoch);
+        return None;
+    }
+    if epoch <= part.validated_epoch {
+        return None;
+    }
+    part.validating = true;
+    Some(Check {
+        tp: tp.clone(),
+        generation: part.generation,
+        leader,
+        current_epoch: epoch,
+        fetched_epoch: part.fetched_epoch,
+        offset,
+    })
+}
+
+/// A batch at `at` could not be read: fetched again a few times, then reported once and
+/// held at or skipped past, per `policy`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one outcome's parts, taken apart by the caller"
+)]
+fn unreadable(
+    state: &mut State,
+    tp: &TopicPartition,
+    want: &Want,
+    at: i64,
+    corrupt: &Corrupt,
+    high_watermark: i64,
+    retry_at: Instant,
+    policy: CorruptBatch,
+) {
+    let Some(part) = state.parts.get_mut(tp) else {
+        return;
+    };
+    let attempts = match part.corrupt {
+        Some((offset, n)) if offset == at => n + 1,
+        _ => 1,
+    };
+    if attempts <= CORRUPT_REFETCHES {
+        tracing::debug!(partition = %tp, offset = at, error = %corrupt.error,
+            "a fetched batch could not be read; fetching it again");
+        part.corrupt = Some((at, attempts));
+        part.backoff_until = Some(retry_at);
+        return;
+    }
+    part.corrupt = None;
+    // Never past what the broker says the partition holds, whatever the header claims.
+    let skip_to = corrupt
+        .skip_to
+        .map(|to| to.min(high_watermark.max(at + 1)))
+        .filter(|&to| to > at);
+    if let (CorruptBatch::Skip, Some(to)) = (policy, skip_to) {
+        tracing::error!(partition = %tp, offset = at, skipped_to = to, error = %corrupt.error,
+                "a batch could not be read {attempts} times; skipping past it");
+        state.report(Error::InvalidRecord(format!(
+            "{tp}: the batch at offset {at} could not be read ({}); offsets {at}..{to} \
+                 skipped",
+            corrupt.error
+        )));
+        state.push(
+            tp,
+            Chunk {
+                generation: want.generation,
+                records: Vec::new(),
+                next_offset: to,
+                leader_epoch: want.position.leader_epoch,
+                batch_epoch: None,
+                high_watermark,
+                bytes: 0,
+            },
+        );
+    } else {
+        tracing::error!(partition = %tp, offset = at, error = %corrupt.error,
+                "a batch could not be read {attempts} times; the partition stops here until a seek");
+        part.held = Some(at);
+        state.report(Error::InvalidRecord(format!(
+            "{tp}: the batch at offset {at} could not be read ({}); the partition is held \
+                 there until it is sought elsewhere or reassigned",
+            corrupt.error
+        )));
+    }
 }
 
 /// Errors after which the partition's leader must be looked up again.
@@ -392,6 +603,7 @@ async fn fetch(
         node,
         wants,
         result,
+        died: false,
     }
 }
 
@@ -413,7 +625,7 @@ async fn fetch_and_decode(
         )
         .await?;
     let top_error = ResponseError::try_from_code(response.error_code);
-    let max_decompressed = shared.client.config().max_response_size;
+    let mut budget = Budget::new(shared.client.config().max_response_size);
     let mut outcomes = Vec::new();
     for topic in response.responses {
         for p in topic.partitions {
@@ -432,22 +644,21 @@ async fn fetch_and_decode(
                     p.aborted_transactions,
                     want.position.offset,
                     config.isolation,
-                    max_decompressed,
+                    &mut budget,
                     config.check_crcs,
                 )
             } else {
-                Ok(Decoded::default())
+                Decoded::default()
             };
-            let payload: usize = decoded.as_ref().map_or(0, |d| {
-                d.records
-                    .iter()
-                    .map(|r| {
-                        r.key.as_ref().map_or(0, Bytes::len)
-                            + r.value.as_ref().map_or(0, Bytes::len)
-                            + 64
-                    })
-                    .sum()
-            });
+            let payload: usize = decoded
+                .records
+                .iter()
+                .map(|r| {
+                    r.key.as_ref().map_or(0, Bytes::len)
+                        + r.value.as_ref().map_or(0, Bytes::len)
+                        + 64
+                })
+                .sum();
             outcomes.push((
                 want.tp.clone(),
                 Outcome {
@@ -511,4 +722,56 @@ fn fetch_request(config: &super::ConsumerConfig, session: &SessionRequest) -> Fe
         .with_rack_id(StrBytes::from_string(
             config.client_rack.clone().unwrap_or_default(),
         ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn want(partition: i32) -> Want {
+        Want {
+            tp: TopicPartition::new("t", partition),
+            generation: 3,
+            position: FetchPosition {
+                offset: 10,
+                leader_epoch: -1,
+                max_bytes: 1,
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_task_that_panics_comes_back_as_a_failed_answer() {
+        let mut in_flight = InFlight::default();
+        in_flight.spawn(2, vec![want(0), want(1)], async {
+            panic!("decoding went wrong");
+        });
+        let answer = tokio::time::timeout(Duration::from_secs(10), in_flight.next())
+            .await
+            .expect("the task ends")
+            .expect("one was in flight");
+        assert!(answer.died);
+        assert_eq!(answer.node, 2);
+        let partitions: Vec<i32> = answer.wants.iter().map(|w| w.tp.partition).collect();
+        assert_eq!(partitions, [0, 1]);
+        assert!(matches!(&answer.result, Err(Error::Closed(m)) if m.contains("panicked")));
+        assert!(in_flight.is_empty() && in_flight.asked.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_finished_request_is_forgotten() {
+        let mut in_flight = InFlight::default();
+        in_flight.spawn(1, vec![want(0)], async {
+            Answer {
+                node: 1,
+                wants: vec![want(0)],
+                result: Ok((None, 0, Vec::new())),
+                died: false,
+            }
+        });
+        let answer = in_flight.next().await.expect("one was in flight");
+        assert!(!answer.died && answer.result.is_ok());
+        assert!(in_flight.asked.is_empty());
+        assert!(in_flight.next().await.is_none());
+    }
 }

@@ -26,6 +26,7 @@ mod offsets;
 mod positions;
 mod rebalance;
 mod state;
+mod validation;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
@@ -33,8 +34,9 @@ use std::time::Instant;
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 
-pub use config::{ConsumerConfig, GroupProtocol, LateTopicStart, OffsetReset};
-pub(crate) use decode::decode_partition;
+pub use config::{ConsumerConfig, CorruptBatch, GroupProtocol, LateTopicStart, OffsetReset};
+pub(crate) use decode::{Budget, decode_partition};
+pub use fetcher::CORRUPT_REFETCHES;
 pub(crate) use offsets::by_topic;
 pub use offsets::{CommittedOffset, GroupMember, GroupMetadata, OffsetToCommit, Offsets};
 

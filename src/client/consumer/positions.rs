@@ -12,6 +12,7 @@ use kafka_protocol::error::ResponseError;
 use crate::client::admin::{Admin, OffsetSpec};
 use crate::client::error::{Error, Result};
 use crate::client::reader::IsolationLevel;
+use crate::client::unwind::unwound;
 
 use super::{LateTopicStart, OffsetReset, Shared, StartAt, TopicPartition};
 
@@ -110,7 +111,12 @@ pub(crate) async fn resolve(shared: Arc<Shared>, pending: Vec<(TopicPartition, u
     let committed = if from_group.is_empty() {
         Ok(Vec::new())
     } else {
-        committed(&shared, &from_group).await
+        // Unwound: a panic must not leave the partitions "resolving" forever.
+        unwound(
+            "fetching committed offsets",
+            committed(&shared, &from_group),
+        )
+        .await
     };
     let committed = match committed {
         Ok(c) => c,
@@ -144,7 +150,7 @@ pub(crate) async fn resolve(shared: Arc<Shared>, pending: Vec<(TopicPartition, u
             (Some(_), None) => StartAt::Reset,
             (None, _) => start,
         };
-        match from_log(&shared, &tp, start).await {
+        match unwound("finding a start offset", from_log(&shared, &tp, start)).await {
             Ok(offset) => {
                 let mut state = shared.lock();
                 state.resolved(&tp, generation, offset);

@@ -23,6 +23,8 @@ pub(crate) struct Chunk {
     /// The position after these records.
     pub next_offset: i64,
     pub leader_epoch: i32,
+    /// The leader epoch of the last batch read (from its header), if one was.
+    pub batch_epoch: Option<i32>,
     pub high_watermark: i64,
     /// What it counts against `queued.max.messages.kbytes`.
     pub bytes: usize,
@@ -57,6 +59,20 @@ pub(crate) struct Part {
     pub stored: Option<(i64, i32)>,
     /// The offset the group last accepted from us.
     pub committed: Option<i64>,
+    /// A batch at this offset could not be read and was not yet given up on: (offset,
+    /// fetches that failed at it).
+    pub corrupt: Option<(i64, u32)>,
+    /// Given up on the batch at this offset under `CorruptBatch::Hold`: not fetched until a
+    /// seek or a new assignment.
+    pub held: Option<i64>,
+    /// The leader epoch of the last batch fetched since the partition (re)started; -1 when
+    /// none was.
+    pub fetched_epoch: i32,
+    /// The leader epoch the next fetch offset is known to be valid under (KIP-320); -1 before
+    /// the first fetch.
+    pub validated_epoch: i32,
+    /// An `OffsetForLeaderEpoch` check of the position is under way: not fetched meanwhile.
+    pub validating: bool,
 }
 
 impl Part {
@@ -76,6 +92,11 @@ impl Part {
             high_watermark: -1,
             stored: None,
             committed: None,
+            corrupt: None,
+            held: None,
+            fetched_epoch: -1,
+            validated_epoch: -1,
+            validating: false,
         }
     }
 }
@@ -212,6 +233,11 @@ impl State {
         part.start = start;
         part.resolving = false;
         part.backoff_until = None;
+        part.corrupt = None;
+        part.held = None;
+        part.fetched_epoch = -1;
+        part.validated_epoch = -1;
+        part.validating = false;
         Some(part.generation)
     }
 
@@ -264,6 +290,9 @@ impl State {
         }
         part.fetch_offset = Some(chunk.next_offset);
         part.high_watermark = chunk.high_watermark;
+        if let Some(epoch) = chunk.batch_epoch {
+            part.fetched_epoch = epoch;
+        }
         if chunk.records.is_empty() {
             // Nothing to hand out (control batches, aborted data): the position moves on
             // now, so that commits do not lag behind skipped ranges.
@@ -404,6 +433,7 @@ mod tests {
             next_offset: offsets.end,
             records: offsets.map(record).collect(),
             leader_epoch: 0,
+            batch_epoch: Some(0),
             high_watermark: 100,
             bytes: 10,
         }

@@ -3,6 +3,8 @@
 mod backoff;
 mod connection;
 pub mod memory;
+#[cfg(any(test, feature = "testing"))]
+mod request_shapes;
 mod sasl;
 mod shape_check;
 mod shapes;
@@ -13,6 +15,8 @@ mod versions;
 pub use backoff::Backoff;
 pub use connection::{Connection, ConnectionOptions, InFlight};
 pub use sasl::{reauthentications, unsecured_jwt_provider};
+#[cfg(feature = "testing")]
+pub(crate) use shape_check::check_request;
 pub use shape_check::check_response;
 #[cfg(feature = "ssl")]
 pub use tls::{TlsConnector, crypto_provider};

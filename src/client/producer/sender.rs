@@ -41,6 +41,7 @@ use crate::client::config::Acks;
 use crate::client::error::{Error, Result};
 use crate::client::net::{Connection, InFlight};
 use crate::client::records::ProducerState;
+use crate::client::unwind::unwound;
 
 /// Produce versions with topic names (v13 moved to topic ids).
 const PRODUCE_VERSIONS: VersionRange = VersionRange { min: 3, max: 12 };
@@ -71,6 +72,10 @@ struct Sender {
     init_in_flight: bool,
     init_backoff: crate::client::net::Backoff,
     init_retry_at: Option<Instant>,
+    /// After a fatal error of an idempotent producer: when it starts over with a new
+    /// producer id, and how long the next wait is.
+    rebuild_at: Option<Instant>,
+    rebuild_wait: Duration,
     refresh_in_flight: bool,
     refresh_topics: HashSet<Arc<str>>,
     last_refresh: Option<Instant>,
@@ -83,6 +88,11 @@ struct Sender {
     txn_produce: Option<(StrBytes, VersionRange)>,
 }
 
+/// The first wait before a failed idempotent producer starts over; it doubles with every
+/// failure in a row, up to [`MAX_REBUILD_WAIT`].
+const FIRST_REBUILD_WAIT: Duration = Duration::from_secs(1);
+const MAX_REBUILD_WAIT: Duration = Duration::from_secs(30);
+
 pub(super) async fn run(shared: Arc<Shared>) {
     let init_backoff = shared.client.retry_backoff();
     let mut sender = Sender {
@@ -93,6 +103,8 @@ pub(super) async fn run(shared: Arc<Shared>) {
         init_in_flight: false,
         init_backoff,
         init_retry_at: None,
+        rebuild_at: None,
+        rebuild_wait: FIRST_REBUILD_WAIT,
         refresh_in_flight: false,
         refresh_topics: HashSet::new(),
         last_refresh: None,
@@ -127,10 +139,11 @@ impl Sender {
                     Err(e) => tracing::error!(error = %e, "producer request task failed"),
                 }
             }
+            self.maybe_rebuild();
             self.maybe_init_producer_id();
             self.connect_leaders().await;
             let (requests, mut next_wake) = self.plan(Instant::now(), closing);
-            for at in [self.dial_retry_at, self.init_retry_at]
+            for at in [self.dial_retry_at, self.init_retry_at, self.rebuild_at]
                 .into_iter()
                 .flatten()
             {
@@ -162,6 +175,32 @@ impl Sender {
         }
     }
 
+    /// An idempotent producer that failed starts over once its wait is up: a new producer
+    /// id, sequences from zero. Every record it held failed with the fatal error, loudly, and
+    /// sends were refused meanwhile; none is sent twice or out of order across the restart,
+    /// because none is carried over.
+    fn maybe_rebuild(&mut self) {
+        let Some(at) = self.rebuild_at else {
+            return;
+        };
+        if Instant::now() < at || self.batches_in_flight > 0 {
+            return;
+        }
+        self.rebuild_at = None;
+        let mut state = self.shared.lock();
+        let Some(was) = state.fatal.take() else {
+            return;
+        };
+        tracing::warn!(error = %was, "the idempotent producer starts over with a new producer id");
+        state.producer_id = -1;
+        state.producer_epoch = -1;
+        state.bump_needed = false;
+        self.restart_sequences(&mut state);
+        drop(state);
+        self.init_backoff.reset();
+        self.init_retry_at = None;
+    }
+
     fn maybe_init_producer_id(&mut self) {
         // A transactional producer's id comes from `init`, through its coordinator.
         if !self.idempotent() || self.transactional() || self.init_in_flight {
@@ -184,7 +223,7 @@ impl Sender {
         let client = self.shared.client.clone();
         let timeout = self.shared.config.request_timeout;
         self.tasks.spawn(async move {
-            let outcome = async {
+            let outcome = unwound("InitProducerId", async {
                 let conn = client.any_connection().await?;
                 let version =
                     conn.version_of::<InitProducerIdRequest>(INIT_PRODUCER_ID_VERSIONS)?;
@@ -203,7 +242,7 @@ impl Sender {
                 let response = conn.send(&request, version, timeout).await?;
                 Error::check(response.error_code, || "InitProducerId".to_owned())?;
                 Ok((response.producer_id.0, response.producer_epoch))
-            }
+            })
             .await;
             Event::ProducerId(outcome)
         });
@@ -355,7 +394,11 @@ impl Sender {
                 transactional_id: &id,
                 deadline,
             };
-            let result = requests.add_partitions(producer, &partitions).await;
+            let result = unwound(
+                "AddPartitionsToTxn",
+                requests.add_partitions(producer, &partitions),
+            )
+            .await;
             Event::Registered { partitions, result }
         });
     }
@@ -453,8 +496,12 @@ impl Sender {
         };
         let reached_wire = started.is_ok();
         self.tasks.spawn(async move {
+            // The batches stay out here: a panic in the answer's handling still brings them
+            // back, as a request whose outcome is unknown.
             let result = match started {
-                Ok(Some(in_flight)) => in_flight.response().await.map(Some),
+                Ok(Some(in_flight)) => unwound("a Produce answer", in_flight.response())
+                    .await
+                    .map(Some),
                 Ok(None) => Ok(None),
                 Err(e) => Err(e),
             };
@@ -483,7 +530,7 @@ impl Sender {
         self.tasks.spawn(async move {
             tokio::time::sleep(delay).await;
             let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-            if let Err(e) = client.refresh_metadata(&names).await {
+            if let Err(e) = unwound("a metadata refresh", client.refresh_metadata(&names)).await {
                 tracing::debug!(error = %e, "metadata refresh failed");
             }
             Event::Refreshed
@@ -517,6 +564,7 @@ impl Sender {
             Ok((pid, epoch)) => {
                 self.init_backoff.reset();
                 self.init_retry_at = None;
+                self.rebuild_wait = FIRST_REBUILD_WAIT;
                 let bumped = state.producer_id >= 0;
                 tracing::debug!(producer_id = pid, epoch, bumped, "producer id assigned");
                 state.producer_id = pid;
@@ -534,10 +582,15 @@ impl Sender {
                 self.init_retry_at = Some(Instant::now() + self.init_backoff.next_delay());
             }
             Err(e) => {
-                tracing::error!(error = %e, "InitProducerId failed");
-                state.fatal = Some(Error::Fatal(format!("cannot get a producer id: {e}")));
+                let wait = self.rebuild_wait;
+                tracing::error!(error = %e, retry_in = ?wait,
+                    "InitProducerId failed: every record held fails, sends are refused until the producer starts over");
+                let fatal = Error::Fatal(format!("cannot get a producer id: {e}"));
+                state.fatal = Some(fatal.clone());
                 drop(state);
-                self.fail_everything(&Error::Fatal(format!("cannot get a producer id: {e}")));
+                self.fail_everything(&fatal);
+                self.rebuild_at = Some(Instant::now() + wait);
+                self.rebuild_wait = (wait * 2).min(MAX_REBUILD_WAIT);
                 return;
             }
         }

@@ -177,6 +177,17 @@ impl BatchHeader {
     pub fn is_log_append_time(&self) -> bool {
         self.attributes & TIMESTAMP_TYPE_BIT != 0
     }
+    /// Whether the base offset is non-negative and the offset after the last one exists.
+    #[must_use]
+    pub fn offsets_in_range(&self) -> bool {
+        self.base_offset >= 0
+            && self.last_offset_delta >= 0
+            && self
+                .base_offset
+                .checked_add(i64::from(self.last_offset_delta))
+                .is_some_and(|last| last < i64::MAX)
+    }
+
     /// The offset of the batch's last record.
     #[must_use]
     pub fn last_offset(&self) -> i64 {
@@ -206,24 +217,32 @@ impl Batch {
     /// Decodes the records onto the end of `records` (see [`Batch::records`]); on error,
     /// `records` keeps what it had.
     pub fn records_into(&self, records: &mut Vec<Record>) -> Result<()> {
+        self.records_within(records, self.max_decompressed)
+            .map(|_| ())
+    }
+
+    /// As [`Batch::records_into`], decompressing at most `limit` bytes (and never more than
+    /// the limit the batches were read with); returns how many bytes decompression made, `0`
+    /// for an uncompressed batch, whose records share the fetched bytes.
+    pub fn records_within(&self, records: &mut Vec<Record>, limit: usize) -> Result<usize> {
         let before = records.len();
-        let decoded = self.decode_into(records);
+        let decoded = self.decode_into(records, limit.min(self.max_decompressed));
         if decoded.is_err() {
             records.truncate(before);
         }
         decoded
     }
 
-    fn decode_into(&self, records: &mut Vec<Record>) -> Result<()> {
+    fn decode_into(&self, records: &mut Vec<Record>, limit: usize) -> Result<usize> {
         let codec = self.header.codec()?;
-        let body = if codec == Codec::None {
-            self.body.clone()
+        let (body, made) = if codec == Codec::None {
+            (self.body.clone(), 0)
         } else {
-            Bytes::from(
-                compression::decompress(codec, &self.body, self.max_decompressed).map_err(|e| {
-                    Error::protocol(format_args!("batch at {}: {e}", self.header.base_offset))
-                })?,
-            )
+            let body = compression::decompress(codec, &self.body, limit).map_err(|e| {
+                Error::protocol(format_args!("batch at {}: {e}", self.header.base_offset))
+            })?;
+            let made = body.len();
+            (Bytes::from(body), made)
         };
         let count = usize::try_from(self.header.record_count)
             .map_err(|_| Error::protocol("negative record count"))?;
@@ -240,6 +259,14 @@ impl Batch {
             let _attributes = r.i8()?;
             let timestamp_delta = r.varlong()?;
             let offset_delta = r.varint()?;
+            // Within the batch's own range, so no record offset is negative or past the
+            // last one the header (checked on read) allows.
+            if !(0..=self.header.last_offset_delta).contains(&offset_delta) {
+                return Err(Error::protocol(format_args!(
+                    "record offset delta {offset_delta} outside batch at {} (last delta {})",
+                    self.header.base_offset, self.header.last_offset_delta
+                )));
+            }
             let key = r.nullable_bytes()?;
             let value = r.nullable_bytes()?;
             let header_count = r.varint()?;
@@ -258,10 +285,7 @@ impl Batch {
                 self.header.base_timestamp.wrapping_add(timestamp_delta)
             };
             records.push(Record {
-                offset: self
-                    .header
-                    .base_offset
-                    .wrapping_add(i64::from(offset_delta)),
+                offset: self.header.base_offset + i64::from(offset_delta),
                 timestamp,
                 key,
                 value,
@@ -271,7 +295,7 @@ impl Batch {
                 },
             });
         }
-        Ok(())
+        Ok(made)
     }
 }
 
@@ -284,6 +308,7 @@ pub struct RecordBatches {
     data: Cursor,
     max_decompressed: usize,
     verify_crc: bool,
+    failed: Option<BatchHeader>,
 }
 
 impl RecordBatches {
@@ -294,7 +319,15 @@ impl RecordBatches {
             data: Cursor::new(data),
             max_decompressed,
             verify_crc: true,
+            failed: None,
         }
+    }
+
+    /// The header of the batch whose CRC failed, as read (unverified), once iteration
+    /// stopped at it.
+    #[must_use]
+    pub fn failed_header(&self) -> Option<BatchHeader> {
+        self.failed
     }
 
     /// Whether each batch's CRC-32C is checked (on by default). A batch that fails it is an
@@ -332,11 +365,6 @@ impl RecordBatches {
         }
         let crc = whole.u32()?;
         let checked = whole.clone().rest();
-        if self.verify_crc && crc32c::crc32c(&checked) != crc {
-            return Err(Error::protocol(format_args!(
-                "batch at {base_offset} fails its CRC"
-            )));
-        }
         let header = BatchHeader {
             base_offset,
             partition_leader_epoch,
@@ -349,6 +377,21 @@ impl RecordBatches {
             base_sequence: whole.i32()?,
             record_count: whole.i32()?,
         };
+        if self.verify_crc && crc32c::crc32c(&checked) != crc {
+            // Kept for the caller: where the batch claims to end, unverified.
+            self.failed = Some(header).filter(BatchHeader::offsets_in_range);
+            return Err(Error::protocol(format_args!(
+                "batch at {base_offset} fails its CRC"
+            )));
+        }
+        // Kafka's offsets are non-negative and the offset after a batch must exist: with
+        // this held, `last_offset() + 1` is never out of range anywhere downstream.
+        if !header.offsets_in_range() {
+            return Err(Error::protocol(format_args!(
+                "batch at {base_offset} with last offset delta {} is outside Kafka's offsets",
+                header.last_offset_delta
+            )));
+        }
         Ok(Some(Batch {
             header,
             body: whole.rest(),
@@ -726,6 +769,81 @@ mod tests {
             .expect("the header decodes");
         let records = batch.records().expect("the records decode");
         assert_eq!(records[1].value.as_deref(), Some(&b"v0"[..]));
+    }
+
+    /// `data` with its base offset and last offset delta replaced and its CRC made to fit.
+    fn with_offsets(data: &Bytes, base: i64, last_delta: i32) -> Bytes {
+        let mut b = BytesMut::from(&data[..]);
+        b[0..8].copy_from_slice(&base.to_be_bytes());
+        b[ATTRIBUTES_AT + 2..ATTRIBUTES_AT + 6].copy_from_slice(&last_delta.to_be_bytes());
+        let crc = crc32c::crc32c(&b[ATTRIBUTES_AT..]);
+        b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        b.freeze()
+    }
+
+    #[test]
+    fn a_batch_outside_kafkas_offsets_is_refused_not_wrapped() {
+        let data = sample(Codec::None);
+        // The sample's records have deltas 0..=2.
+        for (base, delta) in [(i64::MAX - 2, 2), (i64::MAX, 0), (-5, 2), (0, -1)] {
+            let batch = RecordBatches::new(with_offsets(&data, base, delta), 1 << 20).next();
+            assert!(
+                matches!(&batch, Some(Err(e)) if e.to_string().contains("outside Kafka's offsets")),
+                "base {base}, last delta {delta}: {batch:?}"
+            );
+        }
+        // The last offset that leaves room for the next one is fine.
+        let batch = RecordBatches::new(with_offsets(&data, i64::MAX - 3, 2), 1 << 20)
+            .next()
+            .and_then(Result::ok)
+            .expect("in range");
+        assert_eq!(batch.header.last_offset(), i64::MAX - 1);
+        assert_eq!(
+            batch.records().expect("decodes").last().map(|r| r.offset),
+            Some(i64::MAX - 1)
+        );
+    }
+
+    #[test]
+    fn a_record_past_its_batch_header_is_malformed() {
+        // The header says the batch ends at delta 1; its third record has delta 2.
+        let data = with_offsets(&sample(Codec::None), 10, 1);
+        let batch = RecordBatches::new(data, 1 << 20)
+            .next()
+            .and_then(Result::ok)
+            .expect("the header decodes");
+        let err = batch
+            .records()
+            .expect_err("delta 2 is past the header's last");
+        assert!(err.to_string().contains("outside batch at 10"), "{err}");
+    }
+
+    #[test]
+    fn a_failed_crc_leaves_the_header_for_the_caller() {
+        let mut flipped = BytesMut::from(&with_offsets(&sample(Codec::None), 40, 2)[..]);
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0x10;
+        let mut batches = RecordBatches::new(flipped.freeze(), 1 << 20);
+        assert!(matches!(batches.next(), Some(Err(_))));
+        let header = batches.failed_header().expect("the header was read");
+        assert_eq!((header.base_offset, header.last_offset()), (40, 42));
+    }
+
+    #[test]
+    fn decompression_stops_at_the_callers_limit() {
+        let data = sample(Codec::Gzip);
+        let batch = RecordBatches::new(data, 1 << 20)
+            .next()
+            .and_then(Result::ok)
+            .expect("decodes");
+        let mut records = Vec::new();
+        let made = batch
+            .records_within(&mut records, 1 << 20)
+            .expect("fits a MiB");
+        assert!(made > 0 && records.len() == 3, "{made} bytes, {records:?}");
+        let mut none = Vec::new();
+        assert!(batch.records_within(&mut none, made - 1).is_err());
+        assert!(none.is_empty());
     }
 
     #[test]

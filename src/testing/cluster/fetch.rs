@@ -331,6 +331,13 @@ fn read_one(
             .collect()
     });
     let bytes = read.records.len();
+    let mut records = read.records;
+    if !records.is_empty() && cx.cluster.faults.corrupts(&w.topic, w.partition) {
+        let mut flipped = bytes::BytesMut::from(&records[..]);
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0x01;
+        records = flipped.freeze();
+    }
     Read {
         data: PartitionData::default()
             .with_partition_index(w.partition)
@@ -338,7 +345,7 @@ fn read_one(
             .with_last_stable_offset(log.last_stable_offset())
             .with_log_start_offset(log.log_start())
             .with_aborted_transactions(aborted)
-            .with_records(Some(read.records)),
+            .with_records(Some(records)),
         bytes,
     }
 }

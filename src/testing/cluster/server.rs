@@ -3,6 +3,12 @@
 //! Like a real broker, a connection's requests are handled one at a time and answered in the
 //! order they came; a long-polling `Fetch` or a `JoinGroup` holds its connection until answered.
 //! A frame that cannot be read or decoded closes the connection, as Kafka does.
+//!
+//! No count from the wire is trusted: `kafka-protocol` decodes an array with
+//! `Vec::with_capacity(n)`, `n` as the client sent it, so every request body is first walked
+//! against Kafka's request schema for its API and version (`check_request`, the walk the
+//! client runs on responses). A body that fails it is a malformed frame: what decoding then
+//! allocates is proportional to the frame, which is at most [`MAX_REQUEST`] bytes.
 
 use std::sync::Arc;
 
@@ -100,20 +106,29 @@ async fn closed_by_fault(dropped: Option<&mut tokio::sync::watch::Receiver<u64>>
     std::future::pending::<()>().await;
 }
 
-/// Decodes one request frame and builds its response frame; `None` when the request gets no
-/// answer (a Produce with `acks=0`).
-async fn answer(
-    shared: &Arc<Shared>,
-    node: i32,
-    listener: Listener,
-    mut frame: Bytes,
-) -> Result<Option<Bytes>, Close> {
+/// A request frame read up to its body: the API, its version, the header, and the body, whose
+/// shape has been checked against the request's schema.
+struct Framed {
+    api: ApiKey,
+    version: i16,
+    header: RequestHeader,
+    body: Bytes,
+}
+
+/// Reads the header of `frame` and checks the shape of its body; `level` is the cluster's
+/// transaction version (it decides which versions of the transaction APIs it speaks).
+fn read_frame(mut frame: Bytes, level: i16) -> Result<Framed, Close> {
+    if frame.len() < 4 {
+        return Err(Close::Malformed(format!(
+            "request frame of {} bytes",
+            frame.len()
+        )));
+    }
     let (key, version) = {
         let mut peek = frame.clone();
         (peek.get_i16(), peek.get_i16())
     };
     let api = ApiKey::try_from(key).map_err(|()| Close::Malformed(format!("API key {key}")))?;
-    let level = shared.options.transaction_version;
     if api != ApiKey::ApiVersions && !super::versions::supported(api, version, level) {
         return Err(Close::Malformed(format!(
             "{api:?} v{version} not supported"
@@ -121,13 +136,41 @@ async fn answer(
     }
     // ApiVersions is decoded with the v0 header whatever version it asks for, so that a
     // client asking too high can still be told what we speak.
-    let header_version = if super::versions::supported(api, version, level) {
+    let supported = super::versions::supported(api, version, level);
+    let header_version = if supported {
         api.request_header_version(version)
     } else {
         1
     };
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|e| Close::Malformed(format!("request header: {e}")))?;
+    // An ApiVersions of a version we do not speak is answered without reading its body.
+    if supported {
+        crate::client::check_request(key, version, &frame)
+            .map_err(|e| Close::Malformed(format!("request body: {e}")))?;
+    }
+    Ok(Framed {
+        api,
+        version,
+        header,
+        body: frame,
+    })
+}
+
+/// Decodes one request frame and builds its response frame; `None` when the request gets no
+/// answer (a Produce with `acks=0`).
+async fn answer(
+    shared: &Arc<Shared>,
+    node: i32,
+    listener: Listener,
+    frame: Bytes,
+) -> Result<Option<Bytes>, Close> {
+    let Framed {
+        api,
+        version,
+        header,
+        body: frame,
+    } = read_frame(frame, shared.options.transaction_version)?;
     let client_id = header.client_id.as_ref().map(|s| s.as_str().to_owned());
     let cx = Cx {
         cluster: shared,
@@ -192,4 +235,96 @@ pub(crate) fn encode<T: Encodable>(cx: &Cx<'_>, response: &T) -> Result<Option<B
         .encode(&mut out, cx.version)
         .map_err(|e| Close::Malformed(format!("encoding a response: {e}")))?;
     Ok(Some(out.freeze()))
+}
+
+/// The fuzz target `broker_requests`: a request frame (without its length prefix) read as
+/// [`answer`] reads it, then its body decoded as the handler of its API decodes it.
+#[cfg(fuzzing)]
+impl crate::fuzzing::Entry for crate::fuzzing::BrokerRequests {
+    fn run(data: &[u8]) {
+        // The newest transaction protocol: every version the cluster can speak.
+        let Ok(framed) = read_frame(Bytes::copy_from_slice(data), 2) else {
+            return;
+        };
+        if !super::versions::supported(framed.api, framed.version, 2) {
+            return;
+        }
+        let mut body = framed.body;
+        let _ =
+            kafka_protocol::messages::RequestKind::decode(framed.api, &mut body, framed.version);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{BufMut, Bytes, BytesMut};
+    use kafka_protocol::messages::{MetadataRequest, RequestHeader};
+    use kafka_protocol::protocol::Encodable;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::{Close, read_frame};
+    use crate::testing::cluster::{ClusterOptions, EmbeddedCluster};
+
+    /// A Metadata v12 request frame (header v2) whose body is `body`.
+    fn metadata_frame(body: &[u8]) -> Bytes {
+        let mut frame = BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(3)
+            .with_request_api_version(12)
+            .with_correlation_id(7)
+            .encode(&mut frame, 2)
+            .expect("encodes");
+        frame.put_slice(body);
+        frame.freeze()
+    }
+
+    #[test]
+    fn a_request_array_count_of_i32_max_is_refused_before_decoding() {
+        let mut good = BytesMut::new();
+        MetadataRequest::default()
+            .encode(&mut good, 12)
+            .expect("encodes");
+        assert!(read_frame(metadata_frame(&good), 2).is_ok());
+        // Topics: a count of 2^31 - 2 (varint 0xffffffff07), then the rest of an empty body.
+        // Decoding it would ask for 2^31 elements of 40 bytes; the check refuses it first.
+        let hostile = [0xff, 0xff, 0xff, 0xff, 0x07, 0, 0, 0];
+        match read_frame(metadata_frame(&hostile), 2) {
+            Err(Close::Malformed(why)) => {
+                assert!(why.contains("MetadataRequest.Topics"), "{why}");
+            }
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("accepted"),
+        }
+        // A frame too short for its API key and version is malformed, not a panic.
+        assert!(matches!(
+            read_frame(Bytes::from_static(&[0, 3]), 2),
+            Err(Close::Malformed(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_hostile_count_closes_the_connection_without_an_answer() {
+        // Decoding this body unchecked would reserve 2^31 - 2 topics of 40 bytes (85 GB) and
+        // abort the test process; refused, it closes the connection as a malformed frame does.
+        let cluster = EmbeddedCluster::new(ClusterOptions::default());
+        let node = cluster.shared().node_ids().next().expect("a node");
+        let (mut client, server) = tokio::io::duplex(4096);
+        let serving = tokio::spawn(super::serve(
+            cluster.shared().clone(),
+            node,
+            super::Listener::Memory,
+            server,
+        ));
+        let frame = metadata_frame(&[0xff, 0xff, 0xff, 0xff, 0x07, 0, 0, 0]);
+        let length = i32::try_from(frame.len()).expect("small");
+        client
+            .write_all(&length.to_be_bytes())
+            .await
+            .expect("writes");
+        client.write_all(&frame).await.expect("writes");
+        let mut answer = Vec::new();
+        let read = client.read_to_end(&mut answer).await.expect("reads");
+        assert_eq!(read, 0, "no answer, the connection closed");
+        serving.await.expect("the connection task ends");
+    }
 }
