@@ -247,6 +247,38 @@ impl KafkaTransactionalPublisher {
     }
 
     /// Opens a transaction now (no I/O: the producer registers partitions as records come).
+    /// Whether the producer is still inside a transaction: after an abort or a commit that
+    /// failed undecided (a timeout, a lost connection), which only another `abort` finishes;
+    /// until then no transaction can begin.
+    pub(crate) fn unfinished(&self) -> bool {
+        self.inner.producer.in_transaction()
+    }
+
+    /// Whether a commit may have reached the coordinator without an answer: only another
+    /// `commit` settles it (an abort would be refused, and replaying would write twice).
+    pub(crate) fn commit_undecided(&self) -> bool {
+        self.inner.producer.commit_undecided()
+    }
+
+    /// Whether the producer failed for good (fenced, fatal) and needs [`Self::reinit`].
+    pub(crate) fn failed_for_good(&self) -> bool {
+        self.inner.producer.is_failed()
+    }
+
+    /// Initializes the failed producer again (`InitProducerId`: a new epoch, which also aborts
+    /// whatever the coordinator still holds open for the id), on the broker's runtime.
+    pub(crate) async fn reinit(&self) -> Result<(), KafkaError> {
+        let inner = Arc::clone(&self.inner);
+        inner.state.ensure_open(&inner.id)?;
+        let state = Arc::clone(&inner.state);
+        on_runtime(&state, async move {
+            inner.producer.init().await.map_err(KafkaError::publish)?;
+            *lock(&inner.open) = false;
+            Ok(())
+        })
+        .await
+    }
+
     pub(crate) fn begin(&self) -> Result<(), KafkaError> {
         let inner = &self.inner;
         inner.state.ensure_open(&inner.id)?;

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use ruststream::{IncomingMessage, Subscriber};
 use ruststream_kafka::client::{
     Admin, CORRUPT_REFETCHES, Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent,
     CorruptBatch, GroupProtocol, IsolationLevel, NewTopic, OffsetReset, OffsetSpec,
@@ -462,14 +463,15 @@ async fn a_producer_refused_an_id_fails_what_it_holds_then_starts_over() {
     );
     let p = idempotent(&client);
     let first = ProducerRecord::new("refused", Bytes::from_static(b"first")).partition(0);
-    let delivery = p
-        .send(first)
-        .await
-        .expect("queued before the id is asked for");
-    let failed = tokio::time::timeout(Duration::from_secs(30), delivery)
-        .await
-        .expect("in time");
-    let error = failed.expect_err("no producer id, no delivery").to_string();
+    // Refused at once when the refusal came first, else failed with its delivery.
+    let error = match p.send(first).await {
+        Err(refused) => refused.to_string(),
+        Ok(delivery) => tokio::time::timeout(Duration::from_secs(30), delivery)
+            .await
+            .expect("in time")
+            .expect_err("no producer id, no delivery")
+            .to_string(),
+    };
     assert!(error.contains("producer id"), "{error}");
     // Before, the producer stayed failed until the process restarted; now it starts over
     // with a new producer id after a short wait, and what is sent then is delivered.
@@ -492,4 +494,197 @@ async fn a_producer_refused_an_id_fails_what_it_holds_then_starts_over() {
     .expect("the producer starts over within seconds");
     assert_eq!(started_over, 0, "the failed record was not written");
     assert_eq!(values(&client, "refused").await, ["later"]);
+}
+
+/// An exactly-once pipeline on the embedded cluster: `{name}-in` feeds a
+/// `Commit::Transactional` subscription, replies go to `{name}-out`, and every transaction call
+/// gives up after 2 s (so that a delayed coordinator answer outlasts it).
+mod eos {
+    use std::time::Duration;
+
+    use ruststream::{
+        Broker, HeaderMap, IncomingMessage, OutgoingMessage, PublishPolicy, Publisher,
+        SubscriptionSource,
+    };
+    use ruststream_kafka::testing::EmbeddedCluster;
+    use ruststream_kafka::{
+        Commit, ConnectedKafkaBroker, EOS_SOURCE_HEADER, EosPipeline, KafkaBroker, KafkaEosPublish,
+        KafkaError, KafkaMessage, KafkaPublish, KafkaSubscriber, KafkaTopic, StartOffset,
+    };
+
+    pub struct Rig {
+        /// Held: the connection lives as long as the rig.
+        pub _broker: ConnectedKafkaBroker,
+        pub pipeline: EosPipeline,
+        pub subscriber: KafkaSubscriber,
+        pub output: String,
+    }
+
+    pub async fn rig(cluster: &EmbeddedCluster, name: &str) -> Rig {
+        let client = super::connect(cluster).await;
+        let (input, output) = (format!("{name}-in"), format!("{name}-out"));
+        super::topic(&client, &input).await;
+        super::topic(&client, &output).await;
+        let broker = KafkaBroker::new([cluster.bootstrap()])
+            .default_group(name)
+            .connect()
+            .await
+            .expect("connect");
+        let pipeline = PublishPolicy::pair(
+            KafkaEosPublish::new(name).transaction_timeout(Duration::from_secs(2)),
+            &broker,
+        )
+        .await
+        .expect("pairing");
+        let subscriber = KafkaTopic::new(&input)
+            .start(StartOffset::Earliest)
+            .commit(Commit::Transactional(name.to_owned()))
+            .subscribe(&broker)
+            .await
+            .expect("subscribe");
+        broker
+            .publisher(KafkaPublish::default())
+            .publish(OutgoingMessage::new(&input, b"a"), None)
+            .await
+            .expect("input");
+        Rig {
+            _broker: broker,
+            pipeline,
+            subscriber,
+            output,
+        }
+    }
+
+    pub async fn next(
+        stream: &mut (impl futures::Stream<Item = Result<KafkaMessage, KafkaError>> + Unpin),
+        within: Duration,
+    ) -> Option<KafkaMessage> {
+        let next = tokio::time::timeout(within, futures::StreamExt::next(stream)).await;
+        next.ok()
+            .map(|item| item.expect("the stream goes on").expect("no error"))
+    }
+
+    /// What a handler mounted with `EosReplies` sends: the reply with the delivery's source.
+    pub async fn reply(rig: &Rig, message: &KafkaMessage) {
+        let mut headers = HeaderMap::new();
+        let source = message
+            .headers()
+            .get_shared(EOS_SOURCE_HEADER)
+            .expect("a Commit::Transactional delivery carries its source");
+        headers.insert(EOS_SOURCE_HEADER, source);
+        let mut body = message.payload().to_vec();
+        body.push(b'\'');
+        Publisher::publish(
+            &rig.pipeline,
+            OutgoingMessage::new(&rig.output, &body).with_headers(headers),
+            None,
+        )
+        .await
+        .expect("the reply is published");
+    }
+
+    /// Waits until the output's committed records are `expected`.
+    pub async fn committed_output(cluster: &EmbeddedCluster, rig: &Rig, expected: &[&str]) {
+        let client = super::connect(cluster).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let committed = super::values(&client, &rig.output).await;
+            if committed == expected {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "read_committed output {committed:?}, expected {expected:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The first delivery's reply is written, `arm` plans a fault of the coordinator, and the
+    /// delivery is handed back, so the window cannot settle and aborts: the replay must come,
+    /// and its window must commit the reply once.
+    pub async fn abort_then_replay(
+        cluster: &EmbeddedCluster,
+        rig: &mut Rig,
+        arm: impl FnOnce(&ruststream_kafka::testing::faults::Faults),
+    ) {
+        use ruststream::Subscriber;
+        let mut stream = rig.subscriber.stream();
+        let first = next(&mut stream, Duration::from_secs(30))
+            .await
+            .expect("a delivery");
+        drop(stream);
+        reply(rig, &first).await;
+        arm(&cluster.faults());
+        first.nack(true).await.expect("nack");
+        let mut stream = rig.subscriber.stream();
+        let replayed = next(&mut stream, Duration::from_secs(30))
+            .await
+            .expect("the replay");
+        drop(stream);
+        assert_eq!(replayed.payload(), b"a", "the aborted window replays");
+        reply(rig, &replayed).await;
+        replayed.ack().await.expect("ack");
+        committed_output(cluster, rig, &["a'"]).await;
+    }
+}
+
+/// An exactly-once window that cannot settle is aborted, and the coordinator answers that
+/// abort's `EndTxn` only after the call's deadline: the abort failed undecided, the producer is
+/// still inside the transaction. The pipeline aborts again until the abort finishes, so the
+/// replay's window begins and commits. Before, the pipeline gave up after one try and refused
+/// every later publish ("a transaction is already open") without another word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exactly_once_window_whose_abort_times_out_is_aborted_again() {
+    let cluster = cluster();
+    let mut rig = eos::rig(&cluster, "eos-abort").await;
+    // The abort's answer comes after the 2 s deadline.
+    eos::abort_then_replay(&cluster, &mut rig, |faults| {
+        faults.delay_next(ApiKey::EndTxn, 1, Duration::from_secs(4));
+    })
+    .await;
+}
+
+/// The coordinator answers a window's commit only after the call's deadline, so the commit's
+/// outcome is undecided. The pipeline commits again, which settles it: the output is
+/// committed once and the input is not replayed. Before, the pipeline aborted the window,
+/// which finished the commit that had landed, and then replayed the input anyway: its output
+/// was committed twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exactly_once_commit_that_times_out_is_committed_again_not_replayed() {
+    let cluster = cluster();
+    let mut rig = eos::rig(&cluster, "eos-commit").await;
+    let mut stream = rig.subscriber.stream();
+    let first = eos::next(&mut stream, Duration::from_secs(30))
+        .await
+        .expect("a delivery");
+    drop(stream);
+    cluster
+        .faults()
+        .delay_next(ApiKey::EndTxn, 1, Duration::from_secs(4));
+    eos::reply(&rig, &first).await;
+    first.ack().await.expect("ack");
+    eos::committed_output(&cluster, &rig, &["a'"]).await;
+    let mut stream = rig.subscriber.stream();
+    let again = eos::next(&mut stream, Duration::from_secs(8)).await;
+    assert!(
+        again.is_none(),
+        "the committed input was delivered again: {:?}",
+        again.map(|m| m.offset())
+    );
+    drop(stream);
+    eos::committed_output(&cluster, &rig, &["a'"]).await;
+}
+
+/// A window's abort is answered `PRODUCER_FENCED`: the producer failed for good. The pipeline
+/// initializes it again (a new epoch) and goes on: the replay's window commits. Before, every
+/// later publish failed with "fenced" until the process restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exactly_once_pipeline_whose_producer_is_fenced_initializes_it_again() {
+    let cluster = cluster();
+    let mut rig = eos::rig(&cluster, "eos-fenced").await;
+    eos::abort_then_replay(&cluster, &mut rig, |faults| {
+        faults.fail_next(ApiKey::EndTxn, 1, ResponseError::ProducerFenced);
+    })
+    .await;
 }

@@ -765,3 +765,213 @@ async fn a_reader_detects_the_log_truncation_of_an_unclean_election() {
         "what the reader read across the unclean election"
     );
 }
+
+/// A stalled connection: the leader's route through the fault proxy turns into a blackhole
+/// (connections stay open, nothing answers, nothing is reset) and the leader itself stops
+/// (SIGSTOP), so the controller moves leadership while no socket anywhere closes. The only way
+/// out for a write and a read in flight to it is the client's request timeout: the connection
+/// is closed, its requests fail, and they are retried at the new leader. The record is written
+/// once and read, all while the old leader's route is still a blackhole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blackholed_leader_times_out_and_the_write_and_the_read_move_to_the_new_leader() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let client = client().await;
+    all_three_brokers(&client).await;
+    let topic = unique_topic("blackhole");
+    let admin = Admin::new(client.clone());
+    if let Err(e) = admin
+        .create_topics(
+            &[ruststream_kafka::client::NewTopic::new(&topic, 1, 3)
+                .config("min.insync.replicas", "2")],
+            Duration::from_secs(30),
+        )
+        .await
+    {
+        panic!("create {topic}: {e}");
+    }
+    wait_for_partition(
+        &client,
+        &topic,
+        Duration::from_secs(30),
+        "three replicas in sync",
+        |p| p.leader >= 0 && p.isr.len() == 3,
+    )
+    .await;
+
+    // Every connection of `through` goes through the proxy: the brokers advertise the proxy's
+    // addresses on their CHAOS listener.
+    let (proxy, bootstrap) = chaos_proxy_in_front().await;
+    let (through, producer, mut consumer) = behind_the_proxy(&bootstrap, &topic).await;
+    let before = named("before", 0..5);
+    for v in &before {
+        deliver(&producer, &topic, v, Duration::from_secs(30)).await;
+    }
+    let mut seen = Vec::new();
+    read_until(&mut consumer, &mut seen, "before-4").await;
+
+    let leader = match through.leader_of(&topic, 0).await {
+        Ok((node, _)) => node,
+        Err(e) => panic!("{e}"),
+    };
+    let route = proxy
+        .iter()
+        .find(|r| r.name() == format!("b{leader}"))
+        .unwrap_or_else(|| panic!("no proxy route for node {leader}"))
+        .clone();
+    eprintln!(
+        "{topic}-0: leader {leader}; its route {} turns into a blackhole",
+        route.status()
+    );
+    route.set_mode(chaos_proxy::fault::Mode::Blackhole);
+    let accepted_before = route.accepted();
+    let pid = kafka_script(&["pid", &leader.to_string()])
+        .trim()
+        .to_owned();
+    signal(&pid, "-STOP");
+    let started = tokio::time::Instant::now();
+
+    // A write and a read are now in flight to the silent leader.
+    let during = match producer
+        .send(ProducerRecord::new(topic.clone(), Bytes::from_static(b"during")).partition(0))
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => panic!("send: {e}"),
+    };
+    let delivered = tokio::time::timeout(Duration::from_mins(2), during).await;
+    let took = started.elapsed();
+    let moved = new_leader(&client, &topic, leader).await;
+    let written = match delivered {
+        Ok(Ok(d)) => d,
+        Ok(Err(e)) => panic!("the record failed: {e}"),
+        Err(elapsed) => panic!(
+            "no delivery in two minutes ({elapsed}): the stalled connection to {leader} was never given up"
+        ),
+    };
+    eprintln!(
+        "delivered at offset {} after {took:?} (request timeout {TIMEOUT:?}); leader now {moved:?}; route {}",
+        written.offset,
+        route.status()
+    );
+    assert!(
+        moved.is_some_and(|n| n != leader),
+        "leadership must have moved off the stopped node {leader}: {moved:?}"
+    );
+    read_until(&mut consumer, &mut seen, "during").await;
+    eprintln!("read after {:?}", started.elapsed());
+    // Still in force: nothing reached the client over the blackholed route meanwhile.
+    assert_eq!(route.mode(), chaos_proxy::fault::Mode::Blackhole);
+    // The client gave the stalled connections up and dialled the node again (a connection
+    // it still held would have been reused, not replaced).
+    let redialled = route.accepted() - accepted_before;
+    eprintln!("connections opened to node {leader} during the blackhole: {redialled}");
+    assert!(
+        redialled > 0,
+        "the stalled connections to node {leader} were never closed"
+    );
+
+    signal(&pid, "-CONT");
+    route.set_mode(chaos_proxy::fault::Mode::Pass);
+    all_three_brokers(&client).await;
+    let _ = consumer.close().await;
+    let _ = producer.close(Duration::from_secs(10)).await;
+
+    let log = read_all(&client, &topic, 1).await;
+    let values: Vec<String> = log[0]
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+        .collect();
+    let mut expected = before.clone();
+    expected.push("during".to_owned());
+    assert_eq!(values, expected, "the log holds each record once, in order");
+    let read: Vec<&str> = seen.iter().map(|(_, v)| v.as_str()).collect();
+    assert_eq!(read, expected, "the reader read each record once, in order");
+}
+
+/// A client whose every connection goes through the proxy at `bootstrap` (request timeout
+/// [`TIMEOUT`]), an idempotent producer on it and a consumer assigned `topic`-0 from the start.
+async fn behind_the_proxy(bootstrap: &str, topic: &str) -> (Client, Producer, Consumer) {
+    let mut config = ruststream_kafka::client::ClientConfig::new(bootstrap);
+    config.connect_timeout = Duration::from_secs(5);
+    config.socket_timeout = TIMEOUT;
+    let through = match Client::connect(config).await {
+        Ok(c) => c,
+        Err(e) => panic!("through the proxy at {bootstrap}: {e}"),
+    };
+    let producer = match Producer::new(
+        through.clone(),
+        ProducerConfig {
+            enable_idempotence: true,
+            request_timeout: TIMEOUT,
+            message_timeout: Duration::from_mins(3),
+            ..ProducerConfig::default()
+        },
+    ) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let mut consumer = match Consumer::new(
+        through.clone(),
+        ConsumerConfig {
+            auto_offset_reset: OffsetReset::Earliest,
+            ..ConsumerConfig::default()
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let tp = ruststream_kafka::client::TopicPartition::new(topic, 0);
+    if let Err(e) = consumer.assign(&[(tp, ruststream_kafka::client::StartAt::Earliest)]) {
+        panic!("assign: {e}");
+    }
+    (through, producer, consumer)
+}
+
+/// The request timeout of the client behind the proxy: short, so the test is quick.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Starts the fault proxy in this process on the routes `scripts/kafka env` gives
+/// (`KAFKA_CHAOS_LISTENERS`); returns its routes and the bootstrap list through it. Panics
+/// (failing the test) when the variables are missing: the 3-node cluster is needed.
+async fn chaos_proxy_in_front() -> (Vec<std::sync::Arc<chaos_proxy::route::Route>>, String) {
+    let listeners = std::env::var("KAFKA_CHAOS_LISTENERS").unwrap_or_else(|_| {
+        panic!("KAFKA_CHAOS_LISTENERS is not set: eval \"$(scripts/kafka env | sed 's/^/export /')\" after scripts/kafka up --nodes 3")
+    });
+    let mut routes = Vec::new();
+    for spec in listeners.split(';').filter(|s| !s.is_empty()) {
+        match chaos_proxy::cli::parse_route(spec) {
+            Ok(r) => routes.push(r),
+            Err(e) => panic!("KAFKA_CHAOS_LISTENERS: {e}"),
+        }
+    }
+    let bootstrap = routes
+        .iter()
+        .map(|r| r.listen.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let config = chaos_proxy::cli::Config {
+        control: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        routes,
+    };
+    let proxy = match chaos_proxy::Proxy::bind(&config).await {
+        Ok(p) => p,
+        Err(e) => panic!("the fault proxy: {e}"),
+    };
+    let routes = proxy.routes().to_vec();
+    tokio::spawn(proxy.run());
+    (routes, bootstrap)
+}
+
+/// Sends `value` to partition 0 and waits for its acknowledgement.
+async fn deliver(producer: &Producer, topic: &str, value: &str, limit: Duration) {
+    let record = ProducerRecord::new(topic.to_owned(), Bytes::from(value.to_owned())).partition(0);
+    let d = match producer.send(record).await {
+        Ok(d) => d,
+        Err(e) => panic!("send {value}: {e}"),
+    };
+    match tokio::time::timeout(limit, d).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => panic!("{value}: {e}"),
+        Err(elapsed) => panic!("{value}: no answer in {limit:?} ({elapsed})"),
+    }
+}

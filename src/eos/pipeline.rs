@@ -639,7 +639,7 @@ async fn commit(p: &Pipeline, enrolled: &HashMap<Key, Enrolled>) -> Result<(), E
             .map_err(Ended::Failed)?;
         sent.extend(positions);
     }
-    p.publisher.commit().await.map_err(Ended::Failed)?;
+    commit_to_the_end(p).await.map_err(Ended::Failed)?;
     let mut book = lock(&p.book);
     for (tp, next) in sent {
         book.committed
@@ -648,16 +648,107 @@ async fn commit(p: &Pipeline, enrolled: &HashMap<Key, Enrolled>) -> Result<(), E
     Ok(())
 }
 
-async fn abort(p: &Pipeline) {
-    if let Err(err) = p.publisher.abort().await {
-        tracing::error!(
+/// Commits the window's transaction, and commits again while a commit fails undecided (a
+/// timeout, a lost coordinator: it may have committed). Aborting it instead and replaying
+/// would write the window's output twice whenever the first commit had landed.
+async fn commit_to_the_end(p: &Pipeline) -> Result<(), KafkaError> {
+    let mut delay = RETRY_FIRST;
+    loop {
+        let err = match p.publisher.commit().await {
+            Ok(()) => return Ok(()),
+            Err(err) => err,
+        };
+        if matches!(err, KafkaError::Closed { .. }) || !p.publisher.commit_undecided() {
+            return Err(err);
+        }
+        tracing::warn!(
             pipeline = %p.publisher.id(),
             error = %err,
-            "aborting an exactly-once window failed; the coordinator aborts the transaction \
-             after `transaction.timeout.ms`"
+            retry_in = ?delay,
+            "committing an exactly-once window did not finish; committing again"
         );
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(RETRY_MAX);
     }
 }
+
+/// Aborts the window's transaction, and aborts again while an abort fails undecided (a
+/// timeout, a lost connection: the producer is still inside the transaction), so that the
+/// next window can begin: given up on, the pipeline would refuse every publish from then on.
+/// A producer that failed for good (fenced, fatal) is initialized again, which aborts what
+/// the coordinator holds open; the pipeline stops only when the broker shuts down.
+async fn abort(p: &Pipeline) {
+    let mut delay = RETRY_FIRST;
+    loop {
+        let err = match p.publisher.abort().await {
+            Ok(()) => return,
+            Err(err) => err,
+        };
+        if matches!(err, KafkaError::Closed { .. }) {
+            return;
+        }
+        if p.publisher.failed_for_good() {
+            tracing::error!(
+                pipeline = %p.publisher.id(),
+                error = %err,
+                "the exactly-once pipeline's producer failed for good; initializing it again \
+                 (a new epoch: the open transaction is aborted)"
+            );
+            reinit(p).await;
+            return;
+        }
+        if !p.publisher.unfinished() {
+            tracing::error!(
+                pipeline = %p.publisher.id(),
+                error = %err,
+                "aborting an exactly-once window failed; the coordinator aborts the transaction \
+                 after `transaction.timeout.ms`"
+            );
+            return;
+        }
+        tracing::warn!(
+            pipeline = %p.publisher.id(),
+            error = %err,
+            retry_in = ?delay,
+            "aborting an exactly-once window did not finish; aborting again"
+        );
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(RETRY_MAX);
+    }
+}
+
+/// Initializes the failed producer again until it works or the broker shuts down.
+async fn reinit(p: &Pipeline) {
+    let mut delay = RETRY_FIRST;
+    loop {
+        match p.publisher.reinit().await {
+            Ok(()) => {
+                tracing::warn!(
+                    pipeline = %p.publisher.id(),
+                    "the exactly-once pipeline's producer is initialized again"
+                );
+                return;
+            }
+            Err(KafkaError::Closed { .. }) => return,
+            Err(err) => {
+                tracing::warn!(
+                    pipeline = %p.publisher.id(),
+                    error = %err,
+                    retry_in = ?delay,
+                    "initializing the exactly-once pipeline's producer again failed"
+                );
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(RETRY_MAX);
+            }
+        }
+    }
+}
+
+/// The first pause before an unfinished commit or abort, or a failed re-initialization, is
+/// tried again; it doubles each time.
+const RETRY_FIRST: Duration = Duration::from_millis(200);
+/// The longest pause between attempts.
+const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Sends every enrolled partition back to the last offset this pipeline committed for it,
 /// else to the first offset it enrolled.

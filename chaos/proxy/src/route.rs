@@ -95,6 +95,12 @@ impl Route {
         }
     }
 
+    /// How many connections the route has accepted since it started (refused ones included).
+    #[must_use]
+    pub fn accepted(&self) -> u64 {
+        self.next_id.load(Ordering::Relaxed) - 1
+    }
+
     /// The route's name.
     #[must_use]
     pub fn name(&self) -> &str {

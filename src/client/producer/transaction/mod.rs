@@ -124,6 +124,21 @@ impl TransactionalProducer {
         self.with_txn(|t| matches!(t.phase, Phase::Open | Phase::Committing | Phase::Aborting))
     }
 
+    /// Whether a [`commit`](Self::commit) started and neither finished nor failed for good:
+    /// it timed out or lost its coordinator, so it may have committed, and only calling
+    /// `commit` again settles it.
+    #[must_use]
+    pub fn commit_undecided(&self) -> bool {
+        self.with_txn(|t| matches!(t.phase, Phase::Committing) && t.error.is_none())
+    }
+
+    /// Whether the producer failed for good (fenced, or a fatal error): every call but
+    /// [`init`](Self::init) fails until `init` succeeds again.
+    #[must_use]
+    pub fn is_failed(&self) -> bool {
+        self.with_txn(|t| matches!(t.phase, Phase::Failed(_)))
+    }
+
     /// The client under this producer.
     #[must_use]
     pub fn client(&self) -> &Client {
