@@ -656,25 +656,14 @@ async fn a_reader_detects_the_log_truncation_of_an_unclean_election() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let client = client().await;
     all_three_brokers(&client).await;
-    let topic = unique_topic("unclean");
-    let admin = Admin::new(client.clone());
-    if let Err(e) = admin
-        .create_topics(
-            &[ruststream_kafka::client::NewTopic::new(&topic, 1, 2)
-                .config("unclean.leader.election.enable", "true")
-                .config("min.insync.replicas", "1")],
-            Duration::from_secs(30),
-        )
-        .await
-    {
-        panic!("create {topic}: {e}");
-    }
-    wait_for_partition(
+    let topic = one_partition_topic(
         &client,
-        &topic,
-        Duration::from_secs(30),
-        "two replicas in sync",
-        |p| p.leader >= 0 && p.isr.len() == 2,
+        "unclean",
+        2,
+        &[
+            ("unclean.leader.election.enable", "true"),
+            ("min.insync.replicas", "1"),
+        ],
     )
     .await;
     let first = partition_now(&client, &topic).await.expect("described");
@@ -777,26 +766,7 @@ async fn a_blackholed_leader_times_out_and_the_write_and_the_read_move_to_the_ne
     let _turn = ONE_AT_A_TIME.lock().await;
     let client = client().await;
     all_three_brokers(&client).await;
-    let topic = unique_topic("blackhole");
-    let admin = Admin::new(client.clone());
-    if let Err(e) = admin
-        .create_topics(
-            &[ruststream_kafka::client::NewTopic::new(&topic, 1, 3)
-                .config("min.insync.replicas", "2")],
-            Duration::from_secs(30),
-        )
-        .await
-    {
-        panic!("create {topic}: {e}");
-    }
-    wait_for_partition(
-        &client,
-        &topic,
-        Duration::from_secs(30),
-        "three replicas in sync",
-        |p| p.leader >= 0 && p.isr.len() == 3,
-    )
-    .await;
+    let topic = one_partition_topic(&client, "blackhole", 3, &[("min.insync.replicas", "2")]).await;
 
     // Every connection of `through` goes through the proxy: the brokers advertise the proxy's
     // addresses on their CHAOS listener.
@@ -886,6 +856,37 @@ async fn a_blackholed_leader_times_out_and_the_write_and_the_read_move_to_the_ne
     assert_eq!(values, expected, "the log holds each record once, in order");
     let read: Vec<&str> = seen.iter().map(|(_, v)| v.as_str()).collect();
     assert_eq!(read, expected, "the reader read each record once, in order");
+}
+
+/// A new topic of one partition named after `prefix`, on `replicas` replicas with `configs`,
+/// returned once its leader is elected and every replica is in sync.
+async fn one_partition_topic(
+    client: &Client,
+    prefix: &str,
+    replicas: i16,
+    configs: &[(&str, &str)],
+) -> String {
+    let topic = unique_topic(prefix);
+    let new = configs.iter().fold(
+        ruststream_kafka::client::NewTopic::new(&topic, 1, replicas),
+        |t, (k, v)| t.config(*k, *v),
+    );
+    if let Err(e) = Admin::new(client.clone())
+        .create_topics(&[new], Duration::from_secs(30))
+        .await
+    {
+        panic!("create {topic}: {e}");
+    }
+    let replicas = usize::try_from(replicas).unwrap_or_default();
+    wait_for_partition(
+        client,
+        &topic,
+        Duration::from_secs(30),
+        "every replica in sync",
+        |p| p.leader >= 0 && p.isr.len() == replicas,
+    )
+    .await;
+    topic
 }
 
 /// A client whose every connection goes through the proxy at `bootstrap` (request timeout
