@@ -812,6 +812,7 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
     if let Some(link) = core.tap.link() {
         link.reader_opened(&core);
     }
+    fence_earlier_pipeline(&state, &plan).await;
     match &plan.target {
         Target::Partitions { topic, partitions } => {
             let pump_task = (
@@ -854,6 +855,25 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
     }
     hand_over_backlog(&core).await;
     Ok(KafkaSubscriber::over(core))
+}
+
+/// For a `Commit::Transactional(id)` subscription, fences an earlier instance of pipeline `id`
+/// before any committed offset is read (`transactional::fence_earlier_instance`). A failure is
+/// not fatal: the pipeline's own initialization fences it later, and the positions wait until
+/// then (at most `transaction.timeout.ms`).
+async fn fence_earlier_pipeline(state: &Arc<BrokerState>, plan: &Plan) {
+    let Commit::Transactional(id) = &plan.commit else {
+        return;
+    };
+    if let Err(e) = crate::transactional::fence_earlier_instance(state, id).await {
+        tracing::warn!(
+            subscription = %plan.name,
+            transactional_id = %id,
+            error = %e,
+            "could not fence an earlier instance of the exactly-once pipeline before reading \
+             committed offsets; a transaction it left open holds them until it times out"
+        );
+    }
 }
 
 /// How much the subscription's own queue holds before the pump pauses fetching: half of

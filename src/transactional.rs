@@ -144,22 +144,12 @@ pub(crate) async fn open_transactional(
     policy: &KafkaTransactionalPublish,
 ) -> Result<KafkaTransactionalPublisher, KafkaError> {
     state.ensure_open(policy.id())?;
-    let mut properties = state.producer_properties().clone();
-    properties.set("transactional.id", policy.id());
-    let settings = properties.producer().map_err(KafkaError::publish)?;
-    let config = settings.producer_config();
-    let client = state.client().clone();
     let timeout = policy.transaction_timeout;
-    // The producer's sender task belongs on the broker's runtime, and so does the
-    // initialization: a caller on a short-lived runtime must not strand either.
-    let producer = on_runtime(state, async move {
-        let producer = TransactionalProducer::new(client, config)
-            .map_err(KafkaError::publish)?
-            .with_call_timeout(timeout);
-        producer.init().await.map_err(KafkaError::publish)?;
-        Ok(producer)
-    })
-    .await?;
+    let producer = state
+        .eos()
+        .group(policy.id())
+        .initializing(initialized_producer(state, policy.id(), timeout))
+        .await?;
     Ok(KafkaTransactionalPublisher {
         inner: Arc::new(TxInner {
             state: Arc::clone(state),
@@ -170,6 +160,52 @@ pub(crate) async fn open_transactional(
             open: Mutex::new(false),
         }),
     })
+}
+
+/// A producer with transactional id `id`, created and initialized (`InitProducerId`: a new
+/// epoch, which aborts what an earlier holder of the id left open) on the broker's runtime.
+async fn initialized_producer(
+    state: &Arc<BrokerState>,
+    id: &str,
+    timeout: Duration,
+) -> Result<TransactionalProducer, KafkaError> {
+    let mut properties = state.producer_properties().clone();
+    properties.set("transactional.id", id);
+    let settings = properties.producer().map_err(KafkaError::publish)?;
+    let config = settings.producer_config();
+    let client = state.client().clone();
+    // The producer's sender task belongs on the broker's runtime, and so does the
+    // initialization: a caller on a short-lived runtime must not strand either.
+    on_runtime(state, async move {
+        let producer = TransactionalProducer::new(client, config)
+            .map_err(KafkaError::publish)?
+            .with_call_timeout(timeout);
+        producer.init().await.map_err(KafkaError::publish)?;
+        Ok(producer)
+    })
+    .await
+}
+
+/// Fences transactional id `id` unless a producer with it was initialized on this connection:
+/// a `Commit::Transactional(id)` subscription does this before it reads committed offsets.
+/// An earlier instance killed inside a transaction that carried offsets leaves them pending,
+/// and a `read_committed` reader gets `UNSTABLE_OFFSET_COMMIT` for them until the transaction
+/// ends. The runtime may open the subscription before it pairs the pipeline (an `Out` slot
+/// does), so without this the pipeline's own initialization, which would abort that
+/// transaction, waits behind the subscription until `transaction.timeout.ms` ends it.
+pub(crate) async fn fence_earlier_instance(
+    state: &Arc<BrokerState>,
+    id: &str,
+) -> Result<(), KafkaError> {
+    let group = state.eos().group(id);
+    group
+        .fence_once(async {
+            let producer = initialized_producer(state, id, TRANSACTION_TIMEOUT).await?;
+            // Nothing is open: the throwaway producer has nothing to flush.
+            producer.close(Duration::ZERO).await;
+            Ok(())
+        })
+        .await
 }
 
 /// Runs `work` on the broker's runtime and waits for it.

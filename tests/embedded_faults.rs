@@ -520,7 +520,12 @@ mod eos {
         pub output: String,
     }
 
-    pub async fn rig(cluster: &EmbeddedCluster, name: &str) -> Rig {
+    /// The topics `{name}-in` (holding one input, `a`) and `{name}-out`, and a connection
+    /// whose default group is `name`: (connection, input topic, output topic).
+    pub async fn with_input(
+        cluster: &EmbeddedCluster,
+        name: &str,
+    ) -> (ConnectedKafkaBroker, String, String) {
         let client = super::connect(cluster).await;
         let (input, output) = (format!("{name}-in"), format!("{name}-out"));
         super::topic(&client, &input).await;
@@ -530,6 +535,16 @@ mod eos {
             .connect()
             .await
             .expect("connect");
+        broker
+            .publisher(KafkaPublish::default())
+            .publish(OutgoingMessage::new(&input, b"a"), None)
+            .await
+            .expect("input");
+        (broker, input, output)
+    }
+
+    pub async fn rig(cluster: &EmbeddedCluster, name: &str) -> Rig {
+        let (broker, input, output) = with_input(cluster, name).await;
         let pipeline = PublishPolicy::pair(
             KafkaEosPublish::new(name).transaction_timeout(Duration::from_secs(2)),
             &broker,
@@ -542,11 +557,6 @@ mod eos {
             .subscribe(&broker)
             .await
             .expect("subscribe");
-        broker
-            .publisher(KafkaPublish::default())
-            .publish(OutgoingMessage::new(&input, b"a"), None)
-            .await
-            .expect("input");
         Rig {
             _broker: broker,
             pipeline,
@@ -687,4 +697,79 @@ async fn an_exactly_once_pipeline_whose_producer_is_fenced_initializes_it_again(
         faults.fail_next(ApiKey::EndTxn, 1, ResponseError::ProducerFenced);
     })
     .await;
+}
+
+/// An earlier instance of an exactly-once pipeline died inside a transaction that carried
+/// offsets: a `read_committed` reader of its group gets `UNSTABLE_OFFSET_COMMIT` for them
+/// until that transaction ends. The runtime opens an `Out` slot's subscription before it pairs
+/// the pipeline, whose `InitProducerId` would end it, so the subscription fences the id itself:
+/// it opens at once, its first delivery is the input the dead instance never committed, and the
+/// dead instance's output is never visible. Before, it opened only when the coordinator aborted
+/// the transaction for its timeout (60 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transactional_subscription_fences_an_earlier_instance_before_it_reads_offsets() {
+    use ruststream::{PublishPolicy, SubscriptionSource};
+    use ruststream_kafka::client::TransactionalProducer;
+    use ruststream_kafka::client::consumer::{GroupMetadata, OffsetToCommit};
+    use ruststream_kafka::{Commit, KafkaEosPublish, KafkaTopic, StartOffset};
+    let cluster = cluster();
+    let client = connect(&cluster).await;
+    let name = "eos-earlier";
+    let (broker, input, output) = eos::with_input(&cluster, name).await;
+
+    // The earlier instance: its output and the input's offset in a transaction left open.
+    let earlier = TransactionalProducer::new(
+        client.clone(),
+        ProducerConfig {
+            linger: Duration::ZERO,
+            ..ProducerConfig::transactional(name)
+        },
+    )
+    .expect("producer");
+    earlier.init().await.expect("init");
+    earlier.begin().expect("begin");
+    let record = ProducerRecord::new(output.clone(), Bytes::from_static(b"earlier")).partition(0);
+    let delivery = earlier.send(record).await.expect("sent");
+    delivery.await.expect("delivered");
+    let offsets = [OffsetToCommit {
+        topic: input.clone(),
+        partition: 0,
+        offset: 1,
+        leader_epoch: -1,
+        metadata: None,
+    }];
+    let group = GroupMetadata {
+        group_id: name.to_owned(),
+        member: None,
+    };
+    earlier
+        .send_offsets(&offsets, &group)
+        .await
+        .expect("offsets in the transaction");
+    // Closed without an end: the transaction stays open, as after a SIGKILL.
+    let _ = earlier.close(Duration::ZERO).await;
+
+    // The order of an `Out` slot: the subscription first, the pipeline second.
+    let subscribing = KafkaTopic::new(&input)
+        .start(StartOffset::Earliest)
+        .commit(Commit::Transactional(name.to_owned()))
+        .subscribe(&broker);
+    let mut subscriber = tokio::time::timeout(Duration::from_secs(10), subscribing)
+        .await
+        .expect("the subscription opens without waiting for the earlier transaction's timeout")
+        .expect("subscribe");
+    let pipeline = PublishPolicy::pair(KafkaEosPublish::new(name), &broker)
+        .await
+        .expect("pairing");
+    let mut stream = subscriber.stream();
+    let first = eos::next(&mut stream, Duration::from_secs(10))
+        .await
+        .expect("a delivery");
+    assert_eq!(first.payload(), b"a", "the uncommitted input is delivered");
+    drop(stream);
+    drop(pipeline);
+    assert!(
+        values(&client, &output).await.is_empty(),
+        "the earlier instance's output stays invisible (its transaction was aborted)"
+    );
 }

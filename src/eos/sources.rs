@@ -5,9 +5,12 @@
 //! subscription's consumer alive (it would stay in its consumer group and stall rebalances).
 //! Dead entries are pruned when a source is added. The group also carries the two signals a
 //! window waits on: a source's stored watermark moved, or one of its partitions was
-//! repositioned.
+//! repositioned; and whether a producer with the id was initialized on this connection, which
+//! is what fences an earlier instance: until then, a transaction it left open holds the
+//! committed offsets its sources read (`UNSTABLE_OFFSET_COMMIT`).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::Notify;
@@ -26,9 +29,42 @@ pub(crate) struct EosGroup {
     pub settled: Notify,
     /// A source's partition was repositioned (assignment, revocation, seek).
     pub repositioned: Notify,
+    /// A producer with the id was initialized on this connection. The lock is held across
+    /// each initialization, so that a fence and the pipeline's own `InitProducerId` never
+    /// overlap (the later one would fence the earlier).
+    initialized: tokio::sync::Mutex<bool>,
 }
 
 impl EosGroup {
+    /// Runs `init`, the initialization of a producer with this id, one at a time; once it
+    /// succeeds, the id counts as fenced on this connection.
+    pub(crate) async fn initializing<T, E>(
+        &self,
+        init: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        let mut initialized = self.initialized.lock().await;
+        let outcome = init.await;
+        if outcome.is_ok() {
+            *initialized = true;
+        }
+        outcome
+    }
+
+    /// Runs `fence` unless a producer with this id was initialized on this connection
+    /// already; a subscription calls it before it reads committed offsets.
+    pub(crate) async fn fence_once<E>(
+        &self,
+        fence: impl Future<Output = Result<(), E>>,
+    ) -> Result<(), E> {
+        let mut initialized = self.initialized.lock().await;
+        if *initialized {
+            return Ok(());
+        }
+        fence.await?;
+        *initialized = true;
+        Ok(())
+    }
+
     pub(crate) fn add(&self, source: &Arc<SubCore>) {
         let mut sources = lock(&self.sources);
         sources.retain(|s| s.strong_count() > 0);
