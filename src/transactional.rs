@@ -130,6 +130,12 @@ impl ConnectedKafkaBroker {
     /// Fails with [`KafkaError::Closed`] after shutdown, and with [`KafkaError::Publish`]
     /// when the configuration is refused (as librdkafka refuses it at producer creation) or
     /// the initialization fails.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: no publisher is handed out and nothing is kept for one. An initialization
+    /// already running on the broker's runtime still finishes there (so older holders of the id may
+    /// be fenced all the same) and its producer is then dropped; call again for a publisher.
     pub async fn transactional_publisher(
         &self,
         policy: KafkaTransactionalPublish,
@@ -552,6 +558,12 @@ impl TransactionalPartitions {
     ///
     /// Fails with [`KafkaError::Closed`] after shutdown and with [`KafkaError::Publish`]
     /// when the producer cannot be created or initialized (a later call tries again).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the partition's cell stays empty, for the next (or a concurrent) call to fill.
+    /// An initialization already running on the broker's runtime still finishes there, fencing
+    /// older holders of the id, and its producer is then dropped.
     pub async fn for_partition(
         &self,
         partition: i32,

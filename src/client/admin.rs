@@ -93,6 +93,13 @@ impl Admin {
 
     /// Creates topics and waits until every partition has a leader (or `timeout` passes).
     /// A topic that already exists fails with `TOPIC_ALREADY_EXISTS`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: once the `CreateTopics` request is sent the controller may still create the
+    /// topics, and a repeated call then fails with `TOPIC_ALREADY_EXISTS`. After a drop, check the
+    /// metadata (or take that error as success) and call
+    /// [`wait_for_leaders`](Self::wait_for_leaders).
     pub async fn create_topics(&self, topics: &[NewTopic], timeout: Duration) -> Result<()> {
         let conn = self.client.any_connection().await?;
         let version = conn.version_of::<CreateTopicsRequest>(CREATE_TOPICS_VERSIONS)?;
@@ -133,6 +140,10 @@ impl Admin {
     }
 
     /// Waits until the metadata shows every partition of `topics` with a leader.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only refreshes the metadata and waits.
     pub async fn wait_for_leaders(&self, topics: &[&str], timeout: Duration) -> Result<()> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -160,6 +171,12 @@ impl Admin {
 
     /// Deletes topics. Deleting a topic that does not exist is an error
     /// (`UNKNOWN_TOPIC_OR_PARTITION`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: once the `DeleteTopics` request is sent the controller may still delete the
+    /// topics, and a repeated call then fails with `UNKNOWN_TOPIC_OR_PARTITION`; after a drop,
+    /// check the metadata before deleting again.
     pub async fn delete_topics(&self, topics: &[&str], timeout: Duration) -> Result<()> {
         let conn = self.client.any_connection().await?;
         let version = conn.version_of::<DeleteTopicsRequest>(DELETE_TOPICS_VERSIONS)?;
@@ -195,6 +212,11 @@ impl Admin {
 
     /// The offset of a partition per `spec`, asked of its leader. Returns (offset, timestamp);
     /// offset -1 when no record has a timestamp that late.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: `ListOffsets` only reads, and nothing but the metadata cache (refreshed on a
+    /// retry) changes.
     pub async fn list_offset(
         &self,
         topic: &str,
@@ -257,6 +279,10 @@ impl Admin {
     }
 
     /// Describes a classic consumer group, asking its coordinator.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads (the coordinator lookup caches nothing but its answer).
     pub async fn describe_group(&self, group: &str) -> Result<GroupDescription> {
         let node = self
             .client
@@ -288,6 +314,10 @@ impl Admin {
     }
 
     /// The cluster's brokers, controller and id, fresh from a broker.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only refreshes the metadata cache, which a drop leaves as it was.
     pub async fn describe_cluster(&self) -> Result<Metadata> {
         self.client.refresh_metadata(&[]).await?;
         Ok(self.client.metadata())

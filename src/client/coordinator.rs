@@ -60,6 +60,11 @@ impl Coordinators {
 
 impl Client {
     /// The node id of the coordinator of `key`, asking the cluster when it is not cached.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: `FindCoordinator` only looks up, and the answer is cached in the poll it
+    /// arrives in, so a dropped call leaves the cache as it was or holding that answer.
     pub async fn coordinator(&self, kind: CoordinatorKind, key: &str) -> Result<i32> {
         if let Some(node) = self.coordinators().get(kind, key)
             && self.with_metadata(|m| m.brokers.contains_key(&node))

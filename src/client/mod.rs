@@ -105,6 +105,12 @@ const METADATA_VERSIONS: VersionRange = VersionRange { min: 4, max: 12 };
 impl Client {
     /// Connects to the cluster: dials the bootstrap servers until one answers a Metadata
     /// request, and fills the cache with the brokers.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the half-built client and its connections are dropped (a dial still running on
+    /// the runtime finishes and its connection is closed); the periodic metadata refresh is started
+    /// only after the last await.
     pub async fn connect(mut config: ClientConfig) -> Result<Client> {
         config.validate()?;
         // A list set field by field skipped `ClientConfig::new`'s parse: credentials in an
@@ -166,12 +172,23 @@ impl Client {
     /// Asks the cluster about `topics` (only the brokers when empty) and updates the cache.
     ///
     /// Tries each known broker, then each bootstrap server, until one answers.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the cache is updated only in the poll that gets an answer, so a dropped refresh
+    /// leaves it as it was. With `allow_auto_create_topics`, a Metadata request already sent may
+    /// still create the topics.
     pub async fn refresh_metadata(&self, topics: &[&str]) -> Result<()> {
         self.fetch_metadata(Some(topics), self.inner.config.allow_auto_create_topics)
             .await
     }
 
     /// Asks the cluster about every topic and replaces the cached topic list.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the cache is replaced only in the poll that gets an answer, so a dropped
+    /// refresh leaves it as it was.
     pub async fn refresh_all_metadata(&self) -> Result<()> {
         self.fetch_metadata(None, false).await
     }
@@ -230,11 +247,21 @@ impl Client {
     }
 
     /// The connection to broker `node`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped dial leaves no connection and arms no backoff; the next call dials
+    /// again.
     pub async fn connection(&self, node: i32) -> Result<Arc<Connection>> {
         self.connection_on(node, cluster::SHARED_LANE).await
     }
 
     /// The connection to broker `node` on a private `lane` (see [`Client::new_lane`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped dial leaves no connection and arms no backoff; the next call dials
+    /// again.
     pub async fn connection_on(&self, node: i32, lane: u64) -> Result<Arc<Connection>> {
         let address = self
             .with_metadata(|m| m.address_of(node))
@@ -256,6 +283,11 @@ impl Client {
     }
 
     /// A connection to any broker that answers (for requests any broker can serve).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped dial leaves no connection and arms no backoff; the next call dials
+    /// again.
     pub async fn any_connection(&self) -> Result<Arc<Connection>> {
         let mut last_error = None;
         for address in self.candidate_addresses() {
@@ -268,6 +300,12 @@ impl Client {
     }
 
     /// Sends `request` to broker `node`, at the highest version within `ours` both speak.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe for the client and the connection: dropped after the request was queued, it only
+    /// discards the answer. The broker may still act on the request, so for a request with effects
+    /// the caller cannot tell whether it applied.
     pub async fn send_to<R: Request>(
         &self,
         node: i32,
@@ -281,6 +319,10 @@ impl Client {
     }
 
     /// The leader of a partition, looking the topic up when the cache lacks it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it reads the cache and at most refreshes it, which a drop leaves as it was.
     pub async fn leader_of(&self, topic: &str, partition: i32) -> Result<(i32, i32)> {
         if let Some(l) = self.with_metadata(|m| m.leader(topic, partition)) {
             return Ok(l);
@@ -294,6 +336,10 @@ impl Client {
     }
 
     /// The topic's description, looking it up when the cache lacks it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it reads the cache and at most refreshes it, which a drop leaves as it was.
     pub async fn topic(&self, topic: &str) -> Result<Arc<TopicInfo>> {
         if let Some(t) = self.with_metadata(|m| m.topics.get(topic).cloned()) {
             return Ok(t);
@@ -338,6 +384,11 @@ impl Client {
     }
 
     /// Drops the connection to `node` so that the next request dials again.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only closes connections, one lane at a time; dropped midway, the lanes not
+    /// reached yet keep theirs, and calling it again closes them.
     pub async fn disconnect(&self, node: i32) {
         if let Some(address) = self.with_metadata(|m| m.address_of(node)) {
             self.inner.connections.discard(&address).await;

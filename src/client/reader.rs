@@ -77,6 +77,11 @@ impl PartitionReader {
 
     /// Fetches from `offset`, following leader moves. An empty answer after `max_wait` is not
     /// an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the reader keeps no position (the offset is the caller's), so a dropped fetch
+    /// loses nothing; fetch the same offset again.
     pub async fn fetch(&self, offset: i64) -> Result<FetchedPartition> {
         self.client
             .retry_at_leader(&self.topic, || self.fetch_once(offset))
@@ -158,6 +163,11 @@ impl PartitionReader {
     }
 
     /// Reads every record from `from` until `until` (exclusive), waiting up to `timeout`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the records read so far are dropped with the future and nothing else changes;
+    /// read the same range again.
     pub async fn read_range(
         &self,
         from: i64,

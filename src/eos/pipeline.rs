@@ -255,8 +255,15 @@ impl EosPipeline {
     ///
     /// Fails with [`KafkaError::Closed`] after shutdown and with [`KafkaError::Publish`] when
     /// the record is refused or not delivered (its window then aborts and replays), or when
-    /// `source` was repositioned before this publish (its replay publishes instead). Not
-    /// cancel-safe: a dropped call may still deliver the record into the window.
+    /// `source` was repositioned before this publish (its replay publishes instead).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: dropped while it waits for a window it leaves nothing, but once `source` is
+    /// enrolled the window waits for it to settle and then commits its offset, and a record already
+    /// queued is still delivered into the window. After a drop, hand the delivery back with
+    /// `nack(true)` instead of settling it (`ack` or `nack(false)`): the window then cannot settle,
+    /// aborts and replays. Publishing again could put the record in twice.
     pub async fn publish(
         &self,
         source: &SourceOffset,

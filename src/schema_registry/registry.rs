@@ -182,6 +182,11 @@ impl SchemaRegistry {
     }
 
     /// The schema registered under `id`: from the cache, or asked once and then cached.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the cache is written only once the registry's answer is in, so a dropped lookup
+    /// leaves it as it was.
     pub async fn schema_by_id(&self, id: u32) -> Result<Arc<RegisteredSchema>, KafkaError> {
         if let Some(found) = self.shared.cache.schema(id) {
             return Ok(found);
@@ -199,6 +204,12 @@ impl SchemaRegistry {
 
     /// Registers `definition` under `subject` and caches the subject's new resolution. An
     /// identical schema keeps the id it already has.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the cache is written only once the answer is in. The registry may still
+    /// register the schema of a dropped call, but an identical schema keeps its id, so registering
+    /// again answers the same id.
     pub async fn register(
         &self,
         subject: &str,
@@ -219,6 +230,10 @@ impl SchemaRegistry {
     /// Whether `definition` could be registered under `subject`, judged by the subject's
     /// compatibility level. `Ok(None)` when the client cannot tell or the subject is new; an
     /// incompatible schema is an error carrying the registry's reasons.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only asks the registry and caches nothing.
     pub async fn is_compatible(
         &self,
         subject: &str,
@@ -233,6 +248,10 @@ impl SchemaRegistry {
 
     /// The id `subject` holds `definition` under, without registering it or caching the
     /// answer. A schema the subject does not hold is [`KafkaError::InvalidOptions`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only asks the registry and caches nothing.
     pub async fn lookup_id(
         &self,
         subject: &str,
@@ -247,6 +266,11 @@ impl SchemaRegistry {
 
     /// Resolves `subject`'s latest version and caches it, so synchronous codecs find it. A
     /// subject the registry does not hold is an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the cache is written only once the registry's answer is in, so a dropped call
+    /// leaves it as it was.
     pub async fn warm(&self, subject: &str) -> Result<Arc<RegisteredSchema>, KafkaError> {
         match self.latest(subject).await? {
             Some(schema) => Ok(schema),
@@ -281,6 +305,11 @@ impl SchemaRegistry {
     }
 
     /// Registers the JSON Schema `schemars` derives for `T` under `subject`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`register`](Self::register): registering the same schema again answers the
+    /// same id.
     pub async fn register_json<T: JsonSchema>(&self, subject: &str) -> Result<u32, KafkaError> {
         self.register(subject, SchemaType::Json, json_schema_of::<T>()?)
             .await
@@ -288,6 +317,11 @@ impl SchemaRegistry {
 
     /// Registers `T`'s Avro schema under `subject`, written out in full (names, docs and
     /// defaults kept, not the canonical form).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`register`](Self::register): registering the same schema again answers the
+    /// same id.
     #[cfg(feature = "avro")]
     pub async fn register_avro<T: apache_avro::AvroSchema>(
         &self,

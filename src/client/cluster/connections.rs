@@ -83,13 +83,22 @@ impl Connections {
 
     /// The live connection to `address`, dialling it if needed.
     ///
-    /// Cancel safety: cancelling a caller that is dialling abandons the attempt; the next
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a caller dropped while it waits for the slot only stops waiting; one dropped
+    /// while dialling leaves the slot without a connection and without a backoff, so the next
     /// caller dials again.
     pub async fn get(&self, address: &str) -> Result<Arc<Connection>> {
         self.get_on(address, SHARED_LANE).await
     }
 
     /// The live connection to `address` on `lane`, dialling it if needed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a caller dropped while it waits for the slot only stops waiting; one dropped
+    /// while dialling leaves the slot without a connection and without a backoff, so the next
+    /// caller dials again.
     pub async fn get_on(&self, address: &str, lane: u64) -> Result<Arc<Connection>> {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
@@ -142,6 +151,11 @@ impl Connections {
 
     /// Drops the connections to `address`, on every lane (after an error that leaves it
     /// unusable).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only closes connections, one lane at a time; dropped midway, the lanes not
+    /// reached yet keep theirs, and calling it again closes them.
     pub async fn discard(&self, address: &str) {
         let found: Vec<_> = {
             let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);

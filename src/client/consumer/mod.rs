@@ -343,7 +343,10 @@ impl Consumer {
 
     /// The next event: records, an assignment change or an error. Waits until there is one.
     ///
-    /// Cancel-safe: dropping the future loses nothing.
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an event or a batch of records leaves the queue only in the poll that returns
+    /// it, so a dropped `poll` loses nothing.
     pub async fn poll(&mut self) -> Result<ConsumerEvent> {
         let _waiting = Waiting::new(&self.shared);
         loop {
@@ -371,7 +374,9 @@ impl Consumer {
 impl ConsumerHandle {
     /// Waits until the group has given this member its first assignment (possibly empty).
     ///
-    /// Cancel-safe.
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
     pub async fn first_assignment(&self) {
         let mut seen = self.shared.assigned_once.subscribe();
         let _ = seen.wait_for(|assigned| *assigned).await;
@@ -413,6 +418,12 @@ impl ConsumerHandle {
 
     /// Moves the position of `partition`: no record before the new position is handed out
     /// after this returns. Fails if the partition is not assigned.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the new position takes effect in the first poll (what was buffered is dropped,
+    /// nothing before it is handed out). Dropped while the offset of the start is looked up, the
+    /// fetcher looks that start up itself.
     pub async fn seek(&self, partition: &TopicPartition, to: StartAt) -> Result<()> {
         let generation = self
             .shared
@@ -509,6 +520,12 @@ impl ConsumerHandle {
 
     /// Commits the stored offsets that changed since the last commit, and waits for the
     /// group's answer.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an `OffsetCommit` already sent may still be applied, but the offsets count as
+    /// committed only once the group accepts them, so the next commit sends them again (committing
+    /// the same offsets twice is harmless).
     pub async fn commit(&self) -> Result<()> {
         commit_stored(&self.shared, None).await
     }
@@ -521,6 +538,12 @@ impl ConsumerHandle {
     }
 
     /// Commits `offsets` as they are (next offsets to read), as this consumer's member.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an `OffsetCommit` already sent may still be applied, and committing the same
+    /// offsets again is harmless; the consumer notes them as committed only once the group accepts
+    /// them.
     pub async fn commit_offsets(&self, offsets: &[OffsetToCommit]) -> Result<()> {
         let group = self.offsets()?;
         commit_as_member(&self.shared, group, offsets).await?;
@@ -533,6 +556,10 @@ impl ConsumerHandle {
     }
 
     /// The group's committed offsets of `partitions`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn committed(&self, partitions: &[TopicPartition]) -> Result<Vec<CommittedOffset>> {
         let wanted: Vec<(&str, i32)> = partitions
             .iter()
@@ -558,6 +585,13 @@ impl Consumer {
 
     /// Leaves the group (after committing the stored offsets when `enable.auto.commit` is
     /// on) and stops fetching.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: the consumer is dropped with the future. Dropped during the commit, the
+    /// commit may or may not apply and the member does not leave the group (the coordinator drops
+    /// it after the session timeout); dropped afterwards, the leave goes on in the background but
+    /// the group's connections are released, so it may not get through. Await it to the end.
     pub async fn close(mut self) -> Result<()> {
         let committed = if self.shared.config.enable_auto_commit && self.shared.offsets.is_some() {
             commit_stored(&self.shared, None).await

@@ -130,6 +130,11 @@ impl Offsets {
     }
 
     /// Commits `offsets`, as `member` or (when `None`) without membership.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it keeps no state; an `OffsetCommit` already sent may still be applied, and
+    /// committing the same offsets again is harmless.
     pub async fn commit(
         &self,
         member: Option<&GroupMember>,
@@ -221,6 +226,10 @@ impl Offsets {
 
     /// The committed offsets of `partitions`. With `require_stable`, offsets that an open
     /// transaction may still change are waited for (`read_committed` consumers want this).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn fetch(
         &self,
         partitions: &[(&str, i32)],

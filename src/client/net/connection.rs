@@ -129,6 +129,12 @@ impl Drop for Connection {
 
 impl Connection {
     /// Opens a TCP connection to `address` (`host:port`) and negotiates API versions.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: whatever the set-up had opened is closed. With `options.runtime` set the set-up
+    /// runs as a task there; it still finishes, and the connection nobody takes is then dropped,
+    /// which closes it.
     pub async fn connect(address: &str, options: &ConnectionOptions) -> Result<Connection> {
         if let Some(runtime) = &options.runtime {
             let (address, options) = (address.to_owned(), options.clone());
@@ -181,6 +187,12 @@ impl Connection {
     }
 
     /// Runs the protocol over an already open byte stream (TCP, TLS, or an in-memory pipe).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the stream is closed and the reader and writer tasks stop with the connection
+    /// being built; the broker may have seen the version handshake or part of the SASL exchange,
+    /// nothing else.
     pub async fn over<S>(
         stream: S,
         address: &str,
@@ -311,8 +323,12 @@ impl Connection {
 
     /// Sends `request` at `version` and waits up to `timeout` for its response.
     ///
-    /// Cancel safety: dropping the returned future abandons the answer but leaves the
-    /// connection intact; the request itself may still reach the broker.
+    /// # Cancel safety
+    ///
+    /// Cancel safe for the connection: the request is queued for the wire on the first poll, and
+    /// dropping the future after that only discards its answer when it arrives; the connection
+    /// stays usable. The broker may still act on the request, so for a request with effects the
+    /// caller cannot tell whether it applied.
     pub async fn send<R: Request>(
         &self,
         request: &R,
@@ -587,6 +603,12 @@ impl<R: Request> InFlight<R> {
     ///
     /// A timeout closes the connection: a late answer would arrive out of any order the caller
     /// can reason about (an idempotent producer's retry in particular).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe for the connection: the request is already on the wire; dropping this only
+    /// discards its answer when it arrives, without closing the connection (only the timeout here
+    /// closes it). The broker may still act on the request.
     pub async fn response(self) -> Result<R::Response> {
         let version = self.version;
         let api = ApiKey::try_from(R::KEY).ok();

@@ -292,6 +292,14 @@ impl Shared {
         }
     }
 
+    /// Queues `record` in its partition's open batch, waiting for queue space (at most
+    /// `queue_timeout` when set), and returns the future of its delivery report.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: queue space is reserved and the record appended only in the poll that returns,
+    /// after the last await, so a dropped call queues nothing. Once it has returned, the record is
+    /// delivered even if the `DeliveryFuture` is dropped.
     pub async fn enqueue(
         &self,
         record: ProducerRecord,
@@ -467,6 +475,12 @@ impl Shared {
         self.settled.notify_waiters();
     }
 
+    /// [`flush_until`](Self::flush_until) `timeout` from now.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits; dropping it ends this caller's flush (linger applies again), and
+    /// the records keep going.
     pub async fn flush(&self, timeout: Duration) -> usize {
         self.flush_until(Instant::now() + timeout).await
     }
@@ -474,7 +488,10 @@ impl Shared {
     /// Sends everything now and waits until all is settled or `deadline` passes; returns how
     /// many records were still outstanding.
     ///
-    /// Cancel-safe: dropping it ends this caller's flush, linger applies again.
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits; dropping it ends this caller's flush (linger applies again), and
+    /// the records keep going.
     pub async fn flush_until(&self, deadline: Instant) -> usize {
         struct Flushing<'a>(&'a Shared);
         impl Drop for Flushing<'_> {
@@ -495,6 +512,10 @@ impl Shared {
 
     /// Waits until `done` holds (checked whenever records settle or the sender reports
     /// progress) or `deadline` passes; says whether it holds.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
     pub async fn wait_until(&self, deadline: Instant, done: impl Fn(&State) -> bool) -> bool {
         loop {
             let notified = self.settled.notified();

@@ -174,12 +174,20 @@ impl Producer {
     /// Queues `record`, waiting for queue space as long as it takes, and returns the future of
     /// its delivery report.
     ///
-    /// Cancel safety: if this future is dropped before it returns, the record was not queued.
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the record is queued only in the poll that returns, so a `send` dropped before
+    /// it returns queued nothing. Once it has returned, the record is delivered even if the
+    /// `DeliveryFuture` is dropped.
     pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture> {
         self.shared.enqueue(record, None).await
     }
 
     /// Like [`send`](Self::send), but fails when no queue space frees up within `timeout`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: as [`send`](Self::send), the record is queued only in the poll that returns.
     pub async fn send_timeout(
         &self,
         record: ProducerRecord,
@@ -190,6 +198,11 @@ impl Producer {
 
     /// Sends every queued record now (ignoring `linger.ms`) and waits until all are settled
     /// or `timeout` passes; returns how many were still outstanding then.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits; dropping it ends this caller's flush (linger applies again), and
+    /// the records keep going.
     pub async fn flush(&self, timeout: Duration) -> usize {
         self.shared.flush(timeout).await
     }
@@ -216,6 +229,11 @@ impl Producer {
 
     /// Flushes for up to `timeout`, then stops the sender; records still queued fail.
     /// Returns how many records did not get delivered.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the sender is stopped only after the flush, so a close dropped during it leaves
+    /// the producer open and sending; calling it again closes it.
     pub async fn close(&self, timeout: Duration) -> usize {
         let left = self.shared.flush(timeout).await;
         self.shared.close();

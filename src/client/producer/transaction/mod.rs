@@ -188,7 +188,12 @@ impl TransactionalProducer {
     /// (this waits until that abort is done). Also how a producer that failed with a fatal
     /// error becomes usable again: it then fences whoever fenced it.
     ///
-    /// Cancel-safe: a dropped `init` leaves the producer uninitialized; call it again.
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped `init` leaves the producer initializing, refusing every
+    /// transactional call but `init`, and an `InitProducerId` already sent may still have given the
+    /// id a new epoch (fencing older producers, this one's earlier epoch included). Call `init`
+    /// again; it gets a fresh epoch.
     pub async fn init(&self) -> Result<()> {
         let _call = self.call()?;
         self.with_txn(TxnState::start_init)?;
@@ -266,14 +271,20 @@ impl TransactionalProducer {
     /// Queues `record` in the open transaction and returns the future of its delivery report,
     /// like [`Producer::send`]. Refused when no transaction is open or the open one has failed.
     ///
-    /// Cancel safety: if this future is dropped before it returns, the record was not queued.
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the record is queued only in the poll that returns, so a `send` dropped before
+    /// it returns queued nothing. Once it has returned, the record is delivered even if the
+    /// `DeliveryFuture` is dropped.
     pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture> {
         self.producer.send(record).await
     }
 
     /// Like [`send`](Self::send), but fails when no queue space frees up within `timeout`.
     ///
-    /// Cancel safety: if this future is dropped before it returns, the record was not queued.
+    /// # Cancel safety
+    ///
+    /// Cancel safe: as [`send`](Self::send), the record is queued only in the poll that returns.
     pub async fn send_timeout(
         &self,
         record: ProducerRecord,
@@ -286,6 +297,12 @@ impl TransactionalProducer {
     /// transaction, on behalf of the consumer `group` describes: they become the group's
     /// committed offsets if and only if the transaction commits. The group coordinator
     /// refuses them (an abortable error) when a rebalance has replaced that member (KIP-447).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: requests already sent may still put the offsets (and, on the classic
+    /// protocol, the group) in the transaction, and nothing records whether they did. Call
+    /// `send_offsets` again with the same offsets before committing; repeating it is harmless.
     pub async fn send_offsets(
         &self,
         offsets: &[OffsetToCommit],
@@ -384,7 +401,11 @@ impl TransactionalProducer {
     /// [`abort`](Self::abort)), or fatal. A timeout or a lost coordinator leaves the outcome to
     /// a repeated `commit`, which finishes the same commit.
     ///
-    /// Cancel-safe in the sense above: a dropped commit is finished by calling `commit` again.
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped `commit` leaves the transaction committing (no record enters it,
+    /// `begin` is refused, and `abort` too unless the transaction failed), and an `EndTxn` already
+    /// sent may have committed it. Call `commit` again: it finishes the same commit.
     pub async fn commit(&self) -> Result<()> {
         let _call = self.call()?;
         self.with_txn(TxnState::start_commit)?;
@@ -444,7 +465,13 @@ impl TransactionalProducer {
     /// Aborts the open transaction: records not yet sent fail, those written are never
     /// visible to `read_committed` readers, offsets sent with it are dropped.
     ///
-    /// Cancel-safe: a dropped abort is finished by calling `abort` again.
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped `abort` leaves the transaction aborting (unsent records fail,
+    /// `begin` and `commit` are refused), and an `EndTxn` already sent may have aborted it; call
+    /// `abort` again to finish. Dropped during the epoch bump after a failed batch, the bump may
+    /// already have moved the epoch and the repeated abort then fails as fenced: `init` recovers
+    /// the producer.
     pub async fn abort(&self) -> Result<()> {
         let _call = self.call()?;
         self.with_txn(TxnState::start_abort)?;
@@ -512,6 +539,12 @@ impl TransactionalProducer {
     /// Flushes for up to `timeout`, then stops the producer; returns how many records did not
     /// get delivered. A transaction still open is left to the coordinator, which aborts it
     /// after `transaction.timeout.ms` or when a producer with the same id calls `init`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the producer is stopped only after the flush, so a close dropped during it
+    /// leaves the producer open and sending (an open transaction stays open); calling it again
+    /// closes it.
     pub async fn close(&self, timeout: Duration) -> usize {
         self.producer.close(timeout).await
     }

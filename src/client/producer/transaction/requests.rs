@@ -126,6 +126,13 @@ impl Requests<'_> {
     /// `InitProducerId` for the transactional id: fences every older producer of the id
     /// (aborting its open transaction) when `current` is `None`, bumps our own epoch when it is
     /// `Some` (after an abort that left a sequence gap).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: once an `InitProducerId` is sent the coordinator may still act on it (a new
+    /// epoch that fences older producers and aborts what they left open, or the bump of ours), and
+    /// the identity it answers with is lost. The caller must not send under the old epoch; running
+    /// it again gets the current one.
     pub async fn init_producer_id(
         &self,
         transaction_timeout: Duration,
@@ -167,6 +174,12 @@ impl Requests<'_> {
 
     /// `AddPartitionsToTxn` (classic protocol). On success every partition is in the
     /// transaction; on failure none may be assumed to be.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a request already sent may still add the partitions to the transaction, so
+    /// the caller must count them as possibly added (the transaction then needs its `EndTxn`).
+    /// Repeating the call is harmless.
     pub async fn add_partitions(
         &self,
         producer: ProducerIdentity,
@@ -239,6 +252,12 @@ impl Requests<'_> {
 
     /// `AddOffsetsToTxn` (classic protocol): puts the group's offsets topic partition in the
     /// transaction.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a request already sent may still add the group to the transaction, so the
+    /// caller must count it as possibly added (the transaction then needs its `EndTxn`). Repeating
+    /// the call is harmless.
     pub async fn add_offsets(&self, producer: ProducerIdentity, group_id: &str) -> Result<()> {
         self.at_coordinator(
             CoordinatorKind::Transaction,
@@ -261,6 +280,12 @@ impl Requests<'_> {
 
     /// `TxnOffsetCommit` at the group's coordinator, as the group member (KIP-447: the
     /// coordinator refuses offsets from a member of an older generation).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a `TxnOffsetCommit` already sent may still put the offsets in the
+    /// transaction, where they commit or abort with it. Repeating the call with the same offsets is
+    /// harmless.
     pub async fn commit_offsets(
         &self,
         protocol: TransactionProtocol,
@@ -330,6 +355,12 @@ impl Requests<'_> {
 
     /// `EndTxn`: commits or aborts. With the v2 protocol the answer carries the producer id
     /// and epoch of the next transaction.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: an `EndTxn` already sent may still end the transaction (and, on the v2
+    /// protocol, move the epoch) while its answer is lost. Repeat it with the same outcome and
+    /// identity before anything else; the coordinator accepts the repeat.
     pub async fn end(
         &self,
         protocol: TransactionProtocol,
