@@ -845,6 +845,17 @@ async fn a_blackholed_leader_times_out_and_the_write_and_the_read_move_to_the_ne
     signal(&pid, "-CONT");
     route.set_mode(chaos_proxy::fault::Mode::Pass);
     all_three_brokers(&client).await;
+    // The resumed node thinks itself the leader until the controller tells it otherwise, and
+    // the direct client's metadata still names it: a log read now could ask that zombie for
+    // its end (5, without "during"). Once it is back in the ISR it follows the new epoch.
+    wait_for_partition(
+        &client,
+        &topic,
+        Duration::from_mins(2),
+        "the resumed node back in sync under the new leader",
+        |p| p.leader != leader && p.isr.len() == 3,
+    )
+    .await;
     let _ = consumer.close().await;
     let _ = producer.close(Duration::from_secs(10)).await;
 

@@ -260,7 +260,11 @@ fn broker(bootstrap: &str) -> KafkaBroker {
         .config("socket.timeout.ms", "10000")
         .producer_config("acks", "all")
         .producer_config("enable.idempotence", "true")
-        .assignment_timeout(Duration::from_mins(2))
+        // Generous, as a deployment behind a supervisor should be: each coordinator move
+        // restarts the session of every member the group still lists, so a member restarted
+        // into a group that holds its dead predecessor can wait 45 s per move (4.4.0, seed 2:
+        // two moves, 120 s, then an exit whose held join left one more dead member behind).
+        .assignment_timeout(Duration::from_mins(5))
         .connect_timeout(Duration::from_mins(1))
 }
 
