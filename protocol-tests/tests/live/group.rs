@@ -352,6 +352,74 @@ async fn a_static_member_restarting_in_time_gets_its_partitions_back_without_a_r
     }
 }
 
+/// A member closed while the coordinator holds its `JoinGroup` (the rebalance waits for a
+/// static member that died without leaving) does not wait for the rebalance: its close returns
+/// at once, well inside the 60 s socket timeout it used to run into, and it leaves on a fresh
+/// connection, so the group forms without it once the dead member's session ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_closed_during_a_held_join_leaves_without_waiting_for_the_rebalance() {
+    let client = client().await;
+    let topic = unique_topic("group-held-join");
+    create_topic(&client, &topic, 2).await;
+    let group = unique_topic("held-join");
+    let sub = || Subscription::Topics(vec![topic.clone()]);
+    let dead = Member::start(
+        &client,
+        ConsumerConfig {
+            group_instance_id: Some("dead".to_owned()),
+            session_timeout: Duration::from_secs(20),
+            ..group_config(&group, "range")
+        },
+        sub(),
+    );
+    wait_until(Duration::from_secs(30), || {
+        dead.with(|s| s.owned.len()) == 2
+    })
+    .await;
+    // Static: it stays in the group until its session ends, and every join waits for it.
+    dead.stop().await;
+    let died = tokio::time::Instant::now();
+
+    let closed = Member::start(&client, group_config(&group, "range"), sub());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        closed.with(|s| s.owned.is_empty()),
+        "the join was not held: {:?}",
+        closed.with(|s| s.changes.clone())
+    );
+    let closing = tokio::time::Instant::now();
+    let seen = closed.stop().await;
+    let took = closing.elapsed();
+    eprintln!("closed during the held join in {took:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "the close waited {took:?} for the held join"
+    );
+    assert!(
+        died.elapsed() < Duration::from_secs(15),
+        "the dead member's session may have ended: the join was not held throughout"
+    );
+    let changes = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .changes
+        .clone();
+    assert!(changes.is_empty(), "the closed member got {changes:?}");
+
+    // The survivor gets everything when the dead member expires; the closed one is gone
+    // (were it still listed, the group would wait for it too, up to its own session).
+    let survivor = Member::start(&client, group_config(&group, "range"), sub());
+    wait_until(Duration::from_secs(40), || {
+        survivor.with(|s| s.owned.len()) == 2
+    })
+    .await;
+    eprintln!(
+        "the survivor owns both partitions {:?} after the death",
+        died.elapsed()
+    );
+    survivor.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pattern_subscription_takes_in_new_topics() {
     let client = quick_client().await;

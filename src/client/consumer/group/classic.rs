@@ -15,6 +15,12 @@
 //! not cost the membership. Static members (`group.instance.id`) do not leave the group on
 //! close: a restart within `session.timeout.ms` gets the same partitions back without a
 //! rebalance.
+//!
+//! A close never waits on the coordinator: it holds a `JoinGroup` (and a `SyncGroup`) until
+//! the rebalance completes, up to the rebalance timeout, and the broker answers a connection's
+//! requests one at a time, so a `LeaveGroup` behind the held join would wait as long and be
+//! lost when the process exits. A close during a held join drops it, cuts the connection that
+//! carries it and leaves on a fresh one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -77,6 +83,7 @@ pub(crate) async fn run(shared: Arc<Shared>, matcher: TopicMatcher) {
         group_topics: BTreeMap::new(),
         leader: false,
         last_heartbeat_ok: Instant::now(),
+        join_cut: false,
     };
     if let Err(e) = member.run().await {
         report(&member.shared, e);
@@ -115,6 +122,9 @@ struct Classic {
     group_topics: BTreeMap<String, i32>,
     leader: bool,
     last_heartbeat_ok: Instant,
+    /// A close dropped a held `JoinGroup` or `SyncGroup`: its connection must go before the
+    /// `LeaveGroup`, which would queue behind it.
+    join_cut: bool,
 }
 
 impl Classic {
@@ -279,6 +289,18 @@ impl Classic {
         conn.send(&request(version), version, timeout).await
     }
 
+    /// `held`'s answer, or `None` once the consumer closes (the caller cuts the connection).
+    async fn unless_closing<T>(
+        &self,
+        held: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<Option<T>> {
+        let mut closing = self.shared.closing.subscribe();
+        tokio::select! {
+            answer = held => answer.map(Some),
+            _ = closing.wait_for(|c| *c) => Ok(None),
+        }
+    }
+
     /// Joins and syncs until a generation is formed; returns this member's assignment.
     async fn join_and_sync(&mut self) -> Result<Vec<(String, Vec<i32>)>> {
         let mut backoff = self.shared.client.retry_backoff();
@@ -329,7 +351,11 @@ impl Classic {
             .with_protocols(protocols)
             .with_reason(None);
         let timeout = rebalance_timeout + self.shared.client.socket_timeout();
-        let response = self.send(JOIN_VERSIONS, timeout, |_| request).await?;
+        let join = self.send(JOIN_VERSIONS, timeout, |_| request);
+        let Some(response) = self.unless_closing(join).await? else {
+            self.join_cut = true;
+            return Ok(None);
+        };
         match ResponseError::try_from_code(response.error_code) {
             None => {}
             Some(ResponseError::MemberIdRequired) => {
@@ -364,7 +390,11 @@ impl Classic {
             .with_protocol_type(Some(StrBytes::from_static_str("consumer")))
             .with_protocol_name(Some(protocol_name))
             .with_assignments(assignments);
-        let response = self.send(SYNC_VERSIONS, timeout, |_| sync).await?;
+        let sync = self.send(SYNC_VERSIONS, timeout, |_| sync);
+        let Some(response) = self.unless_closing(sync).await? else {
+            self.join_cut = true;
+            return Ok(None);
+        };
         if let Some(code) = ResponseError::try_from_code(response.error_code) {
             return Err(self.group_error(code, "syncing"));
         }
@@ -577,6 +607,10 @@ impl Classic {
     /// caller no longer polls, and `Consumer::close` has committed already: the partitions
     /// just go.
     async fn leave(&mut self) {
+        if std::mem::take(&mut self.join_cut) {
+            // The next request on this lane dials a fresh connection.
+            self.shared.client.release_lane(self.shared.group_lane);
+        }
         let owned = self.shared.owned_partitions();
         if self.shared.is_closing() {
             self.shared.lock().remove(&owned);
