@@ -51,6 +51,7 @@ pub struct Route {
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
     next_id: AtomicU64,
+    client_closed: AtomicU64,
 }
 
 /// Why a connection ended.
@@ -92,6 +93,7 @@ impl Route {
             bytes_up: AtomicU64::new(0),
             bytes_down: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
+            client_closed: AtomicU64::new(0),
         }
     }
 
@@ -99,6 +101,15 @@ impl Route {
     #[must_use]
     pub fn accepted(&self) -> u64 {
         self.next_id.load(Ordering::Relaxed) - 1
+    }
+
+    /// How many connections the client side has closed or reset so far (seen as the client's
+    /// end of stream or error), whatever the broker side did. A connection to a silent broker
+    /// stays open on the proxy until the broker answers too, so [`Route::status`]'s count of
+    /// open connections cannot tell whether the client gave one up: this can.
+    #[must_use]
+    pub fn client_closed(&self) -> u64 {
+        self.client_closed.load(Ordering::Relaxed)
     }
 
     /// The route's name.
@@ -224,9 +235,15 @@ impl Route {
         let discard = async {
             loop {
                 match client.read(&mut buf).await {
-                    Ok(0) => return End::Closed,
+                    Ok(0) => {
+                        self.client_closed.fetch_add(1, Ordering::Relaxed);
+                        return End::Closed;
+                    }
                     Ok(_) => {}
-                    Err(e) => return End::Io("client", e),
+                    Err(e) => {
+                        self.client_closed.fetch_add(1, Ordering::Relaxed);
+                        return End::Io("client", e);
+                    }
                 }
             }
         };
@@ -259,8 +276,13 @@ impl Route {
             let (up_tx, up_rx) = mpsc::channel(QUEUE);
             let (down_tx, down_rx) = mpsc::channel(QUEUE);
             let pumps = async {
+                let client_side = async {
+                    let r = read_side(client_r, up_tx, "client").await;
+                    self.client_closed.fetch_add(1, Ordering::Relaxed);
+                    r
+                };
                 tokio::try_join!(
-                    read_side(client_r, up_tx, "client"),
+                    client_side,
                     self.write_side(broker_w, up_rx, Dir::Up, opened, &up),
                     read_side(broker_r, down_tx, "broker"),
                     self.write_side(client_w, down_rx, Dir::Down, opened, &down),

@@ -375,3 +375,58 @@ async fn control_answers_errors() {
     assert!(next().await.starts_with("err "));
     assert!(next().await.starts_with("e pass conns=0 "));
 }
+
+/// A broker that accepts and then says nothing and never closes, like a stopped (`SIGSTOP`) one.
+async fn frozen_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept().await {
+            held.push(s);
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_closing_on_a_frozen_broker_is_counted_while_the_connection_stays_open() {
+    let config = Config {
+        control: "127.0.0.1:0".parse().unwrap(),
+        routes: vec![RouteSpec {
+            name: "f".into(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            target: frozen_server().await,
+        }],
+    };
+    let proxy = Proxy::bind(&config).await.unwrap();
+    let route = std::sync::Arc::clone(&proxy.routes()[0]);
+    let control = proxy.control_addr().unwrap();
+    tokio::spawn(proxy.run());
+    let mut forwarded = TcpStream::connect(route.listen()).await.unwrap();
+    forwarded.write_all(b"request").await.unwrap();
+    ok(control, "blackhole f").await;
+    let mut silent = TcpStream::connect(route.listen()).await.unwrap();
+    silent.write_all(b"request").await.unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while !ctl(control, "status f")
+        .await
+        .starts_with("f blackhole conns=2 ")
+    {
+        assert!(Instant::now() < deadline, "both connections open");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(route.client_closed(), 0);
+    drop(forwarded);
+    drop(silent);
+    while route.client_closed() < 2 {
+        assert!(Instant::now() < deadline, "both client closes counted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // the forwarded one waits for the frozen broker's side; the silent one had none
+    assert!(
+        ctl(control, "status f")
+            .await
+            .starts_with("f blackhole conns=1 ")
+    );
+}
