@@ -24,7 +24,9 @@ use ruststream::{
 use tokio::runtime::Handle;
 use tokio::sync::{OnceCell, watch};
 
-use crate::client::{Client, Producer, ProducerConfig, without_userinfo};
+use crate::client::{
+    Client, ClientConfig, Observer, Observers, Producer, ProducerConfig, without_userinfo,
+};
 use crate::eos::EosRegistry;
 use crate::error::KafkaError;
 use crate::properties::{ProducerProperties, Properties, log_not_acted_on};
@@ -59,6 +61,8 @@ pub struct KafkaBroker {
     connect_timeout: Duration,
     flush_timeout: Duration,
     assignment_timeout: Duration,
+    /// Who is told what the clients of this broker do.
+    observers: Observers,
     /// The schema registry and prefetch attached to this broker.
     #[cfg(feature = "schema-registry")]
     registry_edges: crate::schema_registry::Edges,
@@ -84,6 +88,7 @@ impl fmt::Debug for KafkaBroker {
             .field("connect_timeout", &self.connect_timeout)
             .field("flush_timeout", &self.flush_timeout)
             .field("assignment_timeout", &self.assignment_timeout)
+            .field("observers", &self.observers.len())
             .finish_non_exhaustive()
     }
 }
@@ -104,6 +109,7 @@ impl KafkaBroker {
             connect_timeout: CONNECT_TIMEOUT,
             flush_timeout: FLUSH_TIMEOUT,
             assignment_timeout: ASSIGNMENT_TIMEOUT,
+            observers: Observers::default(),
             #[cfg(feature = "schema-registry")]
             registry_edges: crate::schema_registry::Edges::default(),
         }
@@ -175,6 +181,16 @@ impl KafkaBroker {
     #[must_use]
     pub fn assignment_timeout(mut self, timeout: Duration) -> Self {
         self.assignment_timeout = timeout;
+        self
+    }
+
+    /// Registers `observer` on every client of this broker (the connect probe and the
+    /// producers, and each subscription's consumer): it hears their connections and requests
+    /// as they happen (see [`crate::client::observe`]). Observers add up; with none, nothing is
+    /// reported and nothing is paid.
+    #[must_use]
+    pub fn observer(mut self, observer: impl Observer) -> Self {
+        self.observers = self.observers.with(Arc::new(observer));
         self
     }
 
@@ -256,7 +272,9 @@ impl KafkaBroker {
             .map_err(KafkaError::connect)?;
         log_not_acted_on(&producer_properties);
         let runtime = Handle::current();
-        let probe = Client::connect(producer.client_config());
+        let mut client_config = producer.client_config();
+        client_config.observers = self.observers.clone();
+        let probe = Client::connect(client_config);
         let client = match tokio::time::timeout(self.connect_timeout, probe).await {
             Ok(Ok(client)) => client,
             Ok(Err(e)) => return Err(KafkaError::connect(e)),
@@ -286,6 +304,7 @@ impl KafkaBroker {
                 eos: EosRegistry::default(),
                 closing_consumers: watch::Sender::new(0),
                 opened: std::sync::Mutex::new(Vec::new()),
+                observers: self.observers,
                 #[cfg(feature = "testing")]
                 in_process: link,
                 #[cfg(feature = "schema-registry")]
@@ -339,6 +358,8 @@ pub(crate) struct BrokerState {
     closing_consumers: watch::Sender<usize>,
     /// Every subscription opened, in order: how the cluster routes a record to them.
     opened: std::sync::Mutex<Vec<Opened>>,
+    /// Registered on every client the broker builds.
+    observers: Observers,
     /// The embedded cluster of an in-process connection.
     #[cfg(feature = "testing")]
     in_process: Link,
@@ -386,6 +407,12 @@ impl fmt::Debug for BrokerState {
 }
 
 impl BrokerState {
+    /// `config` with the observers every client of this broker reports to.
+    pub(crate) fn observed(&self, mut config: ClientConfig) -> ClientConfig {
+        config.observers = self.observers.clone();
+        config
+    }
+
     #[cfg(feature = "schema-registry")]
     pub(crate) fn registry_edges(&self) -> &crate::schema_registry::Edges {
         &self.registry_edges

@@ -771,7 +771,7 @@ async fn open_here(state: Arc<BrokerState>, plan: Plan) -> Result<KafkaSubscribe
         Commit::Tracked | Commit::Transactional(_) => crate::client::CorruptBatch::Hold,
     };
     let limits = queue_limits(&config);
-    let client = Client::connect(settings.client_config())
+    let client = Client::connect(state.observed(settings.client_config()))
         .await
         .map_err(KafkaError::subscribe)?;
     let mut consumer = Consumer::new(client.clone(), config).map_err(KafkaError::subscribe)?;

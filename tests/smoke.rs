@@ -11,6 +11,32 @@ use ruststream::{
 };
 use ruststream_kafka::{Commit, KafkaBroker, KafkaPublish, KafkaTopic, StartOffset};
 
+/// A `Commit::Tracked` subscription to `topic` from its earliest offset.
+async fn tracked_from_the_start(
+    topic: &str,
+    broker: &ruststream_kafka::ConnectedKafkaBroker,
+) -> ruststream_kafka::KafkaSubscriber {
+    KafkaTopic::new(topic)
+        .start(StartOffset::Earliest)
+        .commit(Commit::Tracked)
+        .subscribe(broker)
+        .await
+        .expect("subscribe")
+}
+
+/// The next delivery of `stream`, within 30 s.
+async fn next_in_time<S, T, E>(stream: &mut S) -> T
+where
+    S: futures::Stream<Item = Result<T, E>> + Unpin,
+    E: std::fmt::Debug,
+{
+    tokio::time::timeout(Duration::from_secs(30), stream.next())
+        .await
+        .expect("a delivery in time")
+        .expect("the stream does not end")
+        .expect("no error")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_published_is_delivered_and_acked() {
     live::logs();
@@ -21,12 +47,7 @@ async fn a_record_published_is_delivered_and_acked() {
         .connect()
         .await
         .expect("connect");
-    let mut subscriber = KafkaTopic::new(&topic)
-        .start(StartOffset::Earliest)
-        .commit(Commit::Tracked)
-        .subscribe(&broker)
-        .await
-        .expect("subscribe");
+    let mut subscriber = tracked_from_the_start(&topic, &broker).await;
     let publisher = broker.publisher(KafkaPublish::default());
     let mut headers = HeaderMap::new();
     headers.insert("kafka-partition-key", "k1");
@@ -39,11 +60,7 @@ async fn a_record_published_is_delivered_and_acked() {
         .await
         .expect("publish");
     let mut stream = subscriber.stream();
-    let message = tokio::time::timeout(Duration::from_secs(30), stream.next())
-        .await
-        .expect("a delivery in time")
-        .expect("the stream does not end")
-        .expect("no error");
+    let message = next_in_time(&mut stream).await;
     assert_eq!(message.payload(), b"hello");
     assert_eq!(message.key(), Some(&b"k1"[..]));
     assert_eq!(message.headers().get_str("trace"), Some("abc"));
@@ -53,4 +70,84 @@ async fn a_record_published_is_delivered_and_acked() {
     drop(subscriber);
     let closed = broker.shutdown().await.expect("shutdown flushes");
     assert_eq!(closed.unflushed_records(), 0);
+}
+
+/// Counts what an observer registered on the broker hears, by family.
+#[derive(Default)]
+struct Counts {
+    opened: std::sync::atomic::AtomicUsize,
+    produce_answered: std::sync::atomic::AtomicUsize,
+    fetch_answered: std::sync::atomic::AtomicUsize,
+}
+
+/// The observer the broker holds, sharing its counts with the test.
+struct Observed(std::sync::Arc<Counts>);
+
+impl ruststream_kafka::client::Observer for Observed {
+    fn on_event(&self, event: &ruststream_kafka::client::Event<'_>) {
+        use ruststream_kafka::client::Event;
+        use ruststream_kafka::client::observe::RequestOutcome;
+        use std::sync::atomic::Ordering::Relaxed;
+        match event {
+            Event::ConnectionOpened { .. } => {
+                self.0.opened.fetch_add(1, Relaxed);
+            }
+            Event::Request {
+                api_key: 0,
+                outcome: RequestOutcome::Answered,
+                ..
+            } => {
+                self.0.produce_answered.fetch_add(1, Relaxed);
+            }
+            Event::Request {
+                api_key: 1,
+                outcome: RequestOutcome::Answered,
+                ..
+            } => {
+                self.0.fetch_answered.fetch_add(1, Relaxed);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_on_the_broker_hears_the_publishes_and_the_subscriptions_requests() {
+    use std::sync::atomic::Ordering::Relaxed;
+    live::logs();
+    let topic = live::unique("observed");
+    live::create_topic(&topic, 2).await;
+    let counts = std::sync::Arc::new(Counts::default());
+    let broker = KafkaBroker::new([live::url()])
+        .default_group(live::unique("observed-group"))
+        .observer(Observed(counts.clone()))
+        .connect()
+        .await
+        .expect("connect");
+    let opened_by_connect = counts.opened.load(Relaxed);
+    assert!(opened_by_connect > 0, "the connect probe's connection");
+    let mut subscriber = tracked_from_the_start(&topic, &broker).await;
+    let publisher = broker.publisher(KafkaPublish::default());
+    publisher
+        .publish(OutgoingMessage::new(&topic, b"seen"), None)
+        .await
+        .expect("publish");
+    let mut stream = subscriber.stream();
+    let message = next_in_time(&mut stream).await;
+    message.ack().await.expect("ack");
+    assert!(
+        counts.produce_answered.load(Relaxed) >= 1,
+        "the publish's Produce was heard"
+    );
+    assert!(
+        counts.fetch_answered.load(Relaxed) >= 1,
+        "the subscription's fetches were heard"
+    );
+    assert!(
+        counts.opened.load(Relaxed) > opened_by_connect,
+        "the subscription's own connections were heard"
+    );
+    drop(stream);
+    drop(subscriber);
+    broker.shutdown().await.expect("shutdown flushes");
 }

@@ -40,6 +40,8 @@ pub struct ClientConfig {
     pub allow_auto_create_topics: bool,
     /// `security.protocol`, `ssl.*`, `sasl.*`: TLS and SASL.
     pub security: SecurityConfig,
+    /// Who is told what the client does (no property: a service registers them in code).
+    pub observers: super::observe::Observers,
 }
 
 impl Default for ClientConfig {
@@ -57,6 +59,7 @@ impl Default for ClientConfig {
             max_response_size: 100_000_000,
             allow_auto_create_topics: true,
             security: SecurityConfig::default(),
+            observers: super::observe::Observers::default(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod consumer;
 mod coordinator;
 mod error;
 mod net;
+pub mod observe;
 pub mod producer;
 mod reader;
 pub mod records;
@@ -45,6 +46,7 @@ pub use net::{
 };
 #[cfg(feature = "ssl")]
 pub use net::{TlsConnector, crypto_provider};
+pub use observe::{Event, Interest, Observer, Observers};
 pub use producer::{
     DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, TransactionError,
     TransactionErrorKind, TransactionProtocol, TransactionalProducer,
@@ -128,6 +130,7 @@ impl Client {
             #[cfg(feature = "ssl")]
             tls: config.tls_connector()?,
             sasl: config.sasl()?,
+            observers: config.observers.clone(),
         };
         let backoff = Backoff::new(config.reconnect_backoff, config.reconnect_backoff_max);
         let client = Client {

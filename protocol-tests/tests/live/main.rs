@@ -8,6 +8,7 @@ mod group;
 mod group_kip848;
 mod idempotence;
 mod interop;
+mod observe;
 mod offsets;
 mod ordering;
 mod transactions;

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use crate::client::error::{Error, Result};
 use crate::client::net::{Backoff, Connection, ConnectionOptions};
+use crate::client::observe::{BrokerRef, Event, Interest};
 
 struct Slot {
     live: Option<Arc<Connection>>,
@@ -129,21 +130,49 @@ impl Connections {
                 .clone()
                 .unwrap_or_else(|| Error::Closed(format!("{address} is backing off"))));
         }
+        let dialled = Instant::now();
+        let observers = &self.options.observers;
         match Connection::connect(address, &self.options).await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
                 slot.live = Some(conn.clone());
                 slot.backoff.reset();
                 slot.retry_at = None;
-                slot.last_error = None;
-                tracing::debug!(broker = %address, "connected");
+                // One line per incident: the failure that began it (below) and this recovery.
+                if let Some(was) = slot.last_error.take() {
+                    tracing::info!(broker = %address, after = %was, "connected again");
+                } else {
+                    tracing::debug!(broker = %address, "connected");
+                }
+                if observers.wants(Interest::CONNECTIONS) {
+                    observers.emit(&Event::ConnectionOpened {
+                        broker: BrokerRef {
+                            address,
+                            connection: Some(conn.id()),
+                        },
+                        took: dialled.elapsed(),
+                    });
+                }
                 Ok(conn)
             }
             Err(e) => {
                 let delay = slot.backoff.next_delay();
                 slot.retry_at = Some(Instant::now() + delay);
-                slot.last_error = Some(e.clone());
-                tracing::debug!(broker = %address, error = %e, ?delay, "connect failed");
+                if slot.last_error.replace(e.clone()).is_none() {
+                    tracing::warn!(broker = %address, error = %e, ?delay, "cannot connect; retrying with backoff");
+                } else {
+                    tracing::debug!(broker = %address, error = %e, ?delay, "connect failed");
+                }
+                if observers.wants(Interest::CONNECTIONS) {
+                    observers.emit(&Event::ConnectFailed {
+                        broker: BrokerRef {
+                            address,
+                            connection: None,
+                        },
+                        error: &e,
+                        backoff: delay,
+                    });
+                }
                 Err(e)
             }
         }

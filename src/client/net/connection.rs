@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader};
@@ -28,6 +28,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
+use crate::client::observe::{BrokerRef, Event, Interest, Observers, RequestOutcome};
 use crate::client::security::SaslConfig;
 
 /// How a connection behaves.
@@ -49,6 +50,8 @@ pub struct ConnectionOptions {
     /// SASL authentication after the version handshake, and re-authentication before the
     /// session lifetime the broker gives runs out.
     pub sasl: Option<SaslConfig>,
+    /// Who is told of connections lost and requests answered.
+    pub observers: Observers,
 }
 
 impl Default for ConnectionOptions {
@@ -61,6 +64,7 @@ impl Default for ConnectionOptions {
             #[cfg(feature = "ssl")]
             tls: None,
             sasl: None,
+            observers: Observers::default(),
         }
     }
 }
@@ -89,7 +93,7 @@ struct Wire {
     frames: mpsc::UnboundedSender<Outgoing>,
     pending: PendingTable,
     next_correlation: AtomicI32,
-    closed: Arc<AtomicBool>,
+    closed: Arc<Lifeline>,
 }
 
 static NEXT_CONNECTION_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -100,7 +104,7 @@ pub struct Connection {
     address: String,
     wire: Arc<Wire>,
     pending: PendingTable,
-    closed: Arc<AtomicBool>,
+    closed: Arc<Lifeline>,
     versions: ApiVersions,
     reader: JoinHandle<()>,
     writer: AbortHandle,
@@ -123,7 +127,45 @@ impl Drop for Connection {
         if let Some(task) = &self.reauthenticator {
             task.abort();
         }
+        self.closed.mark_closed("connection dropped");
         fail_all(&self.pending, &self.address, "connection dropped");
+    }
+}
+
+/// Whether a connection is closed, and the one report of its end to the observers.
+struct Lifeline {
+    closed: AtomicBool,
+    /// Set once the set-up passed: a connection that never opened is not reported lost.
+    opened: AtomicBool,
+    id: u64,
+    address: String,
+    observers: Observers,
+}
+
+impl Lifeline {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Marks the connection closed; the first of the closers (the reader, the writer, a
+    /// request's timeout, the drop) reports why.
+    fn mark_closed(&self, why: &str) {
+        if !self.closed.swap(true, Ordering::AcqRel)
+            && self.opened.load(Ordering::Acquire)
+            && self.observers.wants(Interest::CONNECTIONS)
+        {
+            self.observers.emit(&Event::ConnectionLost {
+                broker: self.broker(),
+                reason: why,
+            });
+        }
+    }
+
+    fn broker(&self) -> BrokerRef<'_> {
+        BrokerRef {
+            address: &self.address,
+            connection: Some(self.id),
+        }
     }
 }
 
@@ -203,7 +245,14 @@ impl Connection {
     {
         let (read_half, write_half) = tokio::io::split(stream);
         let pending: PendingTable = Arc::new(Mutex::new(HashMap::new()));
-        let closed = Arc::new(AtomicBool::new(false));
+        let id = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
+        let closed = Arc::new(Lifeline {
+            closed: AtomicBool::new(false),
+            opened: AtomicBool::new(false),
+            id,
+            address: address.to_owned(),
+            observers: options.observers.clone(),
+        });
         // Unbounded: what waits here is bounded by the callers (the producer's queue limits,
         // one fetch per partition), and a synchronous hand-off is what keeps the wire order.
         let (frames, frames_rx) = mpsc::unbounded_channel::<Outgoing>();
@@ -230,7 +279,7 @@ impl Connection {
             closed: closed.clone(),
         });
         let mut connection = Connection {
-            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             address: address.to_owned(),
             wire,
             pending,
@@ -264,6 +313,7 @@ impl Connection {
                 connection.reauthenticator = Some(task.abort_handle());
             }
         }
+        connection.closed.opened.store(true, Ordering::Release);
         Ok(connection)
     }
 
@@ -305,7 +355,7 @@ impl Connection {
     /// Whether the socket has failed or been closed; a closed connection fails every request.
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.closed.is_closed()
     }
 
     /// The versions the broker announced.
@@ -354,12 +404,18 @@ impl Connection {
         let Some(rx) = rx else {
             return Err(Error::protocol("no response slot"));
         };
+        let started = self
+            .closed
+            .observers
+            .wants(Interest::REQUESTS)
+            .then(Instant::now);
         Ok(InFlight {
             correlation,
             rx,
             version,
             timeout,
             closer: self.closer(),
+            started,
             _request: PhantomData,
         })
     }
@@ -397,7 +453,7 @@ impl Connection {
 
 impl Wire {
     fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.closed.is_closed()
     }
 
     /// Encodes `request` and queues it: on `route` during re-authentication, else in turn.
@@ -496,6 +552,12 @@ impl Link {
             version,
             timeout,
             closer: self.closer.clone(),
+            started: self
+                .closer
+                .closed
+                .observers
+                .wants(Interest::REQUESTS)
+                .then(Instant::now),
             _request: PhantomData,
         }
         .response()
@@ -562,14 +624,14 @@ async fn reauthenticate(
 struct Closer {
     address: String,
     pending: PendingTable,
-    closed: Arc<AtomicBool>,
+    closed: Arc<Lifeline>,
     reader: AbortHandle,
     writer: AbortHandle,
 }
 
 impl Closer {
     fn close(&self, why: &str) {
-        self.closed.store(true, Ordering::Release);
+        self.closed.mark_closed(why);
         // Nothing more goes out on a closed connection: a frame still queued would reach the
         // broker after its caller was told it failed.
         self.writer.abort();
@@ -585,6 +647,8 @@ pub struct InFlight<R: Request> {
     version: i16,
     timeout: Duration,
     closer: Closer,
+    /// When it was queued, if an observer wants to hear how long it took.
+    started: Option<Instant>,
     _request: PhantomData<fn() -> R>,
 }
 
@@ -608,8 +672,28 @@ impl<R: Request> InFlight<R> {
     ///
     /// Cancel safe for the connection: the request is already on the wire; dropping this only
     /// discards its answer when it arrives, without closing the connection (only the timeout here
-    /// closes it). The broker may still act on the request.
+    /// closes it). The broker may still act on the request. Observers hear of it only when it is
+    /// awaited to the end.
     pub async fn response(self) -> Result<R::Response> {
+        let observed = self.started.map(|t| (t, self.closer.closed.clone()));
+        let version = self.version;
+        let result = self.answer().await;
+        if let Some((started, line)) = observed {
+            line.observers.emit(&Event::Request {
+                broker: line.broker(),
+                api_key: R::KEY,
+                api_version: version,
+                latency: started.elapsed(),
+                outcome: match &result {
+                    Ok(_) => RequestOutcome::Answered,
+                    Err(e) => RequestOutcome::Failed(e),
+                },
+            });
+        }
+        result
+    }
+
+    async fn answer(self) -> Result<R::Response> {
         let version = self.version;
         let api = ApiKey::try_from(R::KEY).ok();
         let address = &self.closer.address;
@@ -617,6 +701,14 @@ impl<R: Request> InFlight<R> {
             Ok(Ok(answer)) => answer?,
             Ok(Err(_)) => return Err(Error::Closed(format!("connection to {address}"))),
             Err(_) => {
+                // A silent broker or a half-open path: worth a line, unlike a broker closing
+                // an idle connection.
+                tracing::warn!(
+                    broker = %address,
+                    api = ?api,
+                    timeout = ?self.timeout,
+                    "no answer in time; closing the connection"
+                );
                 self.closer
                     .close(&format!("request {} timed out", self.correlation));
                 return Err(Error::Timeout(format!(
@@ -656,7 +748,7 @@ fn fail_all(pending: &PendingTable, address: &str, why: &str) {
 async fn write_frames<W: AsyncWrite + Unpin>(
     writer: W,
     mut frames: mpsc::UnboundedReceiver<Outgoing>,
-    closed: Arc<AtomicBool>,
+    closed: Arc<Lifeline>,
     pending: PendingTable,
     address: String,
 ) {
@@ -683,18 +775,18 @@ async fn write_frames<W: AsyncWrite + Unpin>(
         writer.shutdown().await
     }
     .await;
-    closed.store(true, Ordering::Release);
     let why = match outcome {
         Ok(()) => "connection closed".to_owned(),
         Err(e) => format!("write failed: {e}"),
     };
+    closed.mark_closed(&why);
     fail_all(&pending, &address, &why);
 }
 
 async fn read_frames<R: AsyncRead + Unpin>(
     reader: R,
     pending: PendingTable,
-    closed: Arc<AtomicBool>,
+    closed: Arc<Lifeline>,
     address: String,
     max_response_size: usize,
 ) {
@@ -746,7 +838,7 @@ async fn read_frames<R: AsyncRead + Unpin>(
         };
         let _ = slot.tx.send(body);
     };
-    closed.store(true, Ordering::Release);
+    closed.mark_closed(&why);
     tracing::debug!(broker = %address, reason = %why, "connection closed");
     fail_all(&pending, &address, &why);
 }

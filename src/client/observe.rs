@@ -1,0 +1,320 @@
+//! Observers: what the client tells of its work to whoever registered to listen.
+//!
+//! The model is franz-go's hooks: a service registers observers on the [`ClientConfig`]
+//! (`ClientConfig::observers`), and at each point where something happens (a connection opens or
+//! is lost, a request is answered) the client builds a typed [`Event`] and hands it to each of
+//! them, synchronously, on the task where it happened.
+//!
+//! Invariants:
+//! - an event is built only when a registered observer asked for its [`Interest`]: with nobody
+//!   listening, a site costs one test of a mask the registration computed;
+//! - observers see borrowed, read-only views; nothing they do changes what the client does,
+//!   short of taking time (they must be fast: copy what is needed and go on elsewhere);
+//! - every connection reports [`Event::ConnectionLost`] at most once, whichever side closed it.
+//!
+//! [`ClientConfig`]: crate::client::ClientConfig
+
+use std::fmt;
+use std::ops::BitOr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::Error;
+
+/// The families of events an observer may ask for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Interest(u32);
+
+impl Interest {
+    /// None at all.
+    pub const NONE: Interest = Interest(0);
+    /// Connections dialled, refused and lost.
+    pub const CONNECTIONS: Interest = Interest(1);
+    /// Every request answered, or failed, with its latency.
+    pub const REQUESTS: Interest = Interest(1 << 1);
+    /// Every family, those added later included.
+    pub const ALL: Interest = Interest(u32::MAX);
+
+    /// Whether every family of `other` is in `self`.
+    #[must_use]
+    pub const fn contains(self, other: Interest) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether `self` and `other` share a family.
+    #[must_use]
+    pub const fn intersects(self, other: Interest) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
+impl BitOr for Interest {
+    type Output = Interest;
+
+    fn bitor(self, other: Interest) -> Interest {
+        Interest(self.0 | other.0)
+    }
+}
+
+impl fmt::Debug for Interest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == Interest::ALL {
+            return f.write_str("Interest(ALL)");
+        }
+        let names: Vec<&str> = [
+            (Interest::CONNECTIONS, "CONNECTIONS"),
+            (Interest::REQUESTS, "REQUESTS"),
+        ]
+        .into_iter()
+        .filter(|(i, _)| self.contains(*i))
+        .map(|(_, n)| n)
+        .collect();
+        write!(f, "Interest({})", names.join(" | "))
+    }
+}
+
+/// The broker an event concerns, as the client knows it at that point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokerRef<'a> {
+    /// Its `host:port`, as dialled.
+    pub address: &'a str,
+    /// The client's number for the connection (unique in the process), where there is one.
+    pub connection: Option<u64>,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy)]
+pub enum RequestOutcome<'a> {
+    /// The answer arrived and decoded (a Kafka error code inside it is the caller's to report).
+    Answered,
+    /// No answer: the connection closed, the time ran out, or the answer did not decode.
+    Failed(&'a Error),
+}
+
+/// Something the client did or saw.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// A connection was dialled, and its version handshake (and TLS and SASL) passed.
+    ConnectionOpened {
+        /// The broker, with the new connection's number.
+        broker: BrokerRef<'a>,
+        /// From the start of the dial to the connection being ready.
+        took: Duration,
+    },
+    /// A dial failed; the next one to this broker waits `backoff`.
+    ConnectFailed {
+        /// The broker (no connection number: there is none).
+        broker: BrokerRef<'a>,
+        /// Why.
+        error: &'a Error,
+        /// How long dials to it now fail at once.
+        backoff: Duration,
+    },
+    /// An open connection ended: the broker or the network closed it, a request timed out, or
+    /// the client let it go.
+    ConnectionLost {
+        /// The broker and the connection's number.
+        broker: BrokerRef<'a>,
+        /// What ended it.
+        reason: &'a str,
+    },
+    /// A request came back, or failed without an answer.
+    Request {
+        /// The broker and the connection the request went on.
+        broker: BrokerRef<'a>,
+        /// The API key (`kafka_protocol::messages::ApiKey` as a number).
+        api_key: i16,
+        /// The version it was sent in.
+        api_version: i16,
+        /// From the request being queued for the wire to its answer (or failure).
+        latency: Duration,
+        /// The answer, or why there was none.
+        outcome: RequestOutcome<'a>,
+    },
+}
+
+impl Event<'_> {
+    /// The family the event belongs to.
+    #[must_use]
+    pub fn interest(&self) -> Interest {
+        match self {
+            Event::ConnectionOpened { .. }
+            | Event::ConnectFailed { .. }
+            | Event::ConnectionLost { .. } => Interest::CONNECTIONS,
+            Event::Request { .. } => Interest::REQUESTS,
+        }
+    }
+}
+
+/// One listener to the client's events.
+///
+/// It is called synchronously where the event happens, from any task and thread at once, so
+/// it must be cheap and must not block: a slow observer slows the client.
+pub trait Observer: Send + Sync + 'static {
+    /// The families it wants; asked once, when it is registered.
+    fn interest(&self) -> Interest {
+        Interest::ALL
+    }
+
+    /// One event (only of the families [`interest`](Self::interest) named).
+    fn on_event(&self, event: &Event<'_>);
+}
+
+/// The observers registered on a client, with the union of what they want.
+///
+/// Cheap to clone (one `Arc`); the empty set, the default, costs nothing at any site.
+#[derive(Clone, Default)]
+pub struct Observers {
+    list: Arc<[(Interest, Arc<dyn Observer>)]>,
+    wanted: Interest,
+}
+
+impl Observers {
+    /// No observers.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// These observers and `observer`.
+    #[must_use]
+    pub fn with(&self, observer: Arc<dyn Observer>) -> Self {
+        let interest = observer.interest();
+        let list: Vec<_> = self
+            .list
+            .iter()
+            .cloned()
+            .chain(std::iter::once((interest, observer)))
+            .collect();
+        Observers {
+            list: list.into(),
+            wanted: self.wanted | interest,
+        }
+    }
+
+    /// How many are registered.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether none is.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Whether some observer wants events of `family`: a site builds its event only then.
+    #[inline]
+    #[must_use]
+    pub fn wants(&self, family: Interest) -> bool {
+        self.wanted.intersects(family)
+    }
+
+    /// Hands `event` to every observer that wants its family.
+    pub fn emit(&self, event: &Event<'_>) {
+        let family = event.interest();
+        if !self.wants(family) {
+            return;
+        }
+        for (interest, observer) in self.list.iter() {
+            if interest.intersects(family) {
+                observer.on_event(event);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Observers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Observers")
+            .field("len", &self.list.len())
+            .field("wanted", &self.wanted)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Seen {
+        wants: Interest,
+        events: Mutex<Vec<String>>,
+    }
+
+    impl Observer for Seen {
+        fn interest(&self) -> Interest {
+            self.wants
+        }
+
+        fn on_event(&self, event: &Event<'_>) {
+            if let Ok(mut events) = self.events.lock() {
+                events.push(format!("{:?}", event.interest()));
+            }
+        }
+    }
+
+    fn lost() -> Event<'static> {
+        Event::ConnectionLost {
+            broker: BrokerRef {
+                address: "b:9092",
+                connection: Some(1),
+            },
+            reason: "closed",
+        }
+    }
+
+    #[test]
+    fn nobody_listening_wants_nothing() {
+        let none = Observers::new();
+        assert!(!none.wants(Interest::CONNECTIONS));
+        assert!(!none.wants(Interest::REQUESTS));
+        none.emit(&lost());
+    }
+
+    #[test]
+    fn each_observer_gets_only_the_families_it_asked_for() {
+        let connections = Arc::new(Seen {
+            wants: Interest::CONNECTIONS,
+            ..Seen::default()
+        });
+        let requests = Arc::new(Seen {
+            wants: Interest::REQUESTS,
+            ..Seen::default()
+        });
+        let observers = Observers::new()
+            .with(connections.clone())
+            .with(requests.clone());
+        assert_eq!(observers.len(), 2);
+        assert!(observers.wants(Interest::CONNECTIONS | Interest::REQUESTS));
+        observers.emit(&lost());
+        let error = Error::Timeout("t".into());
+        observers.emit(&Event::Request {
+            broker: BrokerRef {
+                address: "b:9092",
+                connection: Some(1),
+            },
+            api_key: 3,
+            api_version: 12,
+            latency: Duration::from_millis(2),
+            outcome: RequestOutcome::Failed(&error),
+        });
+        let got = |s: &Seen| s.events.lock().map(|e| e.clone()).unwrap_or_default();
+        assert_eq!(got(&connections), ["Interest(CONNECTIONS)"]);
+        assert_eq!(got(&requests), ["Interest(REQUESTS)"]);
+    }
+
+    #[test]
+    fn an_observer_that_wants_none_is_never_called() {
+        let deaf = Arc::new(Seen::default());
+        let observers = Observers::new().with(deaf.clone());
+        assert!(!observers.wants(Interest::ALL));
+        observers.emit(&lost());
+        assert!(deaf.events.lock().is_ok_and(|e| e.is_empty()));
+    }
+}
