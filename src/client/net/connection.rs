@@ -161,6 +161,11 @@ impl Lifeline {
         }
     }
 
+    /// When a request starts, if an observer wants to hear how long it took.
+    fn request_started(&self) -> Option<Instant> {
+        self.observers.wants(Interest::REQUESTS).then(Instant::now)
+    }
+
     fn broker(&self) -> BrokerRef<'_> {
         BrokerRef {
             address: &self.address,
@@ -404,11 +409,7 @@ impl Connection {
         let Some(rx) = rx else {
             return Err(Error::protocol("no response slot"));
         };
-        let started = self
-            .closed
-            .observers
-            .wants(Interest::REQUESTS)
-            .then(Instant::now);
+        let started = self.closed.request_started();
         Ok(InFlight {
             correlation,
             rx,
@@ -552,12 +553,7 @@ impl Link {
             version,
             timeout,
             closer: self.closer.clone(),
-            started: self
-                .closer
-                .closed
-                .observers
-                .wants(Interest::REQUESTS)
-                .then(Instant::now),
+            started: self.closer.closed.request_started(),
             _request: PhantomData,
         }
         .response()
