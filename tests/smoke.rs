@@ -78,6 +78,9 @@ struct Counts {
     opened: std::sync::atomic::AtomicUsize,
     produce_answered: std::sync::atomic::AtomicUsize,
     fetch_answered: std::sync::atomic::AtomicUsize,
+    records_written: std::sync::atomic::AtomicUsize,
+    records_fetched: std::sync::atomic::AtomicUsize,
+    assigned: std::sync::atomic::AtomicUsize,
 }
 
 /// The observer the broker holds, sharing its counts with the test.
@@ -105,6 +108,19 @@ impl ruststream_kafka::client::Observer for Observed {
                 ..
             } => {
                 self.0.fetch_answered.fetch_add(1, Relaxed);
+            }
+            Event::BatchWritten { records, .. } => {
+                self.0.records_written.fetch_add(*records, Relaxed);
+            }
+            Event::Fetched { records, .. } => {
+                self.0.records_fetched.fetch_add(*records, Relaxed);
+            }
+            Event::Rebalance {
+                change: ruststream_kafka::client::PartitionChange::Assigned,
+                partitions,
+                ..
+            } => {
+                self.0.assigned.fetch_add(partitions.len(), Relaxed);
             }
             _ => {}
         }
@@ -146,6 +162,20 @@ async fn an_observer_on_the_broker_hears_the_publishes_and_the_subscriptions_req
     assert!(
         counts.opened.load(Relaxed) > opened_by_connect,
         "the subscription's own connections were heard"
+    );
+    assert_eq!(
+        counts.records_written.load(Relaxed),
+        1,
+        "the published record, in a written batch"
+    );
+    assert!(
+        counts.records_fetched.load(Relaxed) >= 1,
+        "the record, in a fetch"
+    );
+    assert_eq!(
+        counts.assigned.load(Relaxed),
+        2,
+        "the group gave the subscription both partitions"
     );
     drop(stream);
     drop(subscriber);

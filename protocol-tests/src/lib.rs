@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use ruststream_kafka::client::{
-    Admin, Client, ClientConfig, IsolationLevel, NewTopic, OffsetSpec, PartitionReader, Record,
+    Admin, Client, ClientConfig, IsolationLevel, NewTopic, Observers, OffsetSpec, PartitionReader,
+    Record,
 };
 use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster};
 
@@ -118,10 +119,16 @@ fn embedded_loopback() -> &'static str {
 
 /// A client connected to the cluster under test; panics (failing the test) when there is none.
 pub async fn client() -> Client {
+    observed_client(Observers::new()).await
+}
+
+/// [`client`] reporting to `observers`.
+pub async fn observed_client(observers: Observers) -> Client {
     logs();
     let url = bootstrap();
     let mut config = ClientConfig::new(&url);
     config.connect_timeout = Duration::from_secs(10);
+    config.observers = observers;
     match Client::connect(config).await {
         Ok(c) => c,
         Err(e) => panic!(

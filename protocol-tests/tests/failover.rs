@@ -7,12 +7,61 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use protocol_tests::{client, create_topic, kafka_script, read_all, start_node, unique_topic};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use protocol_tests::{
+    client, create_topic, kafka_script, observed_client, read_all, start_node, unique_topic,
+};
 use ruststream_kafka::client::{
     Admin, Client, Consumer, ConsumerConfig, ConsumerEvent, CoordinatorKind, DeliveryFuture, Error,
-    IsolationLevel, OffsetReset, OffsetSpec, Producer, ProducerConfig, ProducerRecord,
-    Subscription, TransactionalProducer,
+    Event, Interest, IsolationLevel, Observer, Observers, OffsetReset, OffsetSpec, Producer,
+    ProducerConfig, ProducerRecord, Subscription, TransactionalProducer,
 };
+
+/// Counts what the producer's observer heard.
+#[derive(Default)]
+struct Tally {
+    written: AtomicUsize,
+    failed: AtomicUsize,
+    retries: AtomicUsize,
+    fatal: AtomicUsize,
+}
+
+impl Observer for Tally {
+    fn interest(&self) -> Interest {
+        Interest::PRODUCE
+    }
+
+    fn on_event(&self, event: &Event<'_>) {
+        match *event {
+            Event::BatchWritten { records, .. } => {
+                self.written.fetch_add(records, Ordering::Relaxed);
+            }
+            Event::BatchFailed { records, .. } => {
+                self.failed.fetch_add(records, Ordering::Relaxed);
+            }
+            Event::ProduceRetry { .. } => {
+                self.retries.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::ProducerFatal { .. } => {
+                self.fatal.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Tally {
+    fn get(&self) -> (usize, usize, usize, usize) {
+        (
+            self.written.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+            self.retries.load(Ordering::Relaxed),
+            self.fatal.load(Ordering::Relaxed),
+        )
+    }
+}
 
 /// The tests of this file stop brokers: one at a time, or the cluster loses its quorum.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -20,7 +69,8 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let client = client().await;
+    let tally = Arc::new(Tally::default());
+    let client = observed_client(Observers::new().with(tally.clone())).await;
     all_three_brokers(&client).await;
     let topic = unique_topic("failover");
     create_topic(&client, &topic, 3).await;
@@ -94,6 +144,13 @@ async fn killing_and_restarting_the_leader_loses_and_duplicates_nothing() {
         "acknowledged {}, failed {failed}, retries {retries}",
         acknowledged.len()
     );
+    // The observer heard every acknowledged record in a written batch and every retry.
+    let (written, failed_heard, retries_heard, fatal) = tally.get();
+    eprintln!("observer: written {written}, failed {failed_heard}, retries {retries_heard}");
+    assert_eq!(written, acknowledged.len(), "records in written batches");
+    assert_eq!(failed_heard, failed, "records in failed batches");
+    assert_eq!(retries_heard as u64, retries, "retry events");
+    assert_eq!(fatal, 0, "no fatal error");
     let read = read_all(&client, &topic, 3).await;
     let mut seen = HashSet::new();
     for (partition, records) in read.iter().enumerate() {
@@ -164,7 +221,8 @@ async fn new_leader(client: &Client, topic: &str, old: i32) -> Option<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_batches_bump_the_epoch_and_nothing_is_written_twice() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let client = client().await;
+    let tally = Arc::new(Tally::default());
+    let client = observed_client(Observers::new().with(tally.clone())).await;
     all_three_brokers(&client).await;
     let topic = unique_topic("epoch-bump");
     let admin = ruststream_kafka::client::Admin::new(client.clone());
@@ -201,6 +259,15 @@ async fn expired_batches_bump_the_epoch_and_nothing_is_written_twice() {
         "expired {expired}, producer (id, epoch) {first:?} -> {now:?}, retries {}",
         producer.retries()
     );
+    let (written, failed_heard, retries_heard, _) = tally.get();
+    eprintln!("observer: written {written}, failed {failed_heard}, retries {retries_heard}");
+    assert_eq!(written, 2000 - before - after, "records in written batches");
+    assert_eq!(
+        failed_heard,
+        expired + before + after,
+        "records in failed batches"
+    );
+    assert_eq!(retries_heard as u64, producer.retries(), "retry events");
     assert_eq!(after, 0, "records after the broker resumed are delivered");
     assert_eq!(
         expired, 1000,

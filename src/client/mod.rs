@@ -16,6 +16,7 @@ pub mod producer;
 mod reader;
 pub mod records;
 mod security;
+mod topic_partition;
 mod unwind;
 
 use std::borrow::Cow;
@@ -46,7 +47,7 @@ pub use net::{
 };
 #[cfg(feature = "ssl")]
 pub use net::{TlsConnector, crypto_provider};
-pub use observe::{Event, Interest, Observer, Observers};
+pub use observe::{Event, Interest, Observer, Observers, PartitionChange};
 pub use producer::{
     DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, TransactionError,
     TransactionErrorKind, TransactionProtocol, TransactionalProducer,

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Error;
+use crate::client::topic_partition::TopicPartition;
 
 /// The families of events an observer may ask for.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -32,6 +33,12 @@ impl Interest {
     pub const CONNECTIONS: Interest = Interest(1);
     /// Every request answered, or failed, with its latency.
     pub const REQUESTS: Interest = Interest(1 << 1);
+    /// Produced batches: written, failed, sent again; a producer's fatal error.
+    pub const PRODUCE: Interest = Interest(1 << 2);
+    /// Each partition of each fetch answer: records, bytes, high watermark, lag.
+    pub const FETCH: Interest = Interest(1 << 3);
+    /// Group work: partitions assigned, revoked and lost; offset commits.
+    pub const GROUP: Interest = Interest(1 << 4);
     /// Every family, those added later included.
     pub const ALL: Interest = Interest(u32::MAX);
 
@@ -64,6 +71,9 @@ impl fmt::Debug for Interest {
         let names: Vec<&str> = [
             (Interest::CONNECTIONS, "CONNECTIONS"),
             (Interest::REQUESTS, "REQUESTS"),
+            (Interest::PRODUCE, "PRODUCE"),
+            (Interest::FETCH, "FETCH"),
+            (Interest::GROUP, "GROUP"),
         ]
         .into_iter()
         .filter(|(i, _)| self.contains(*i))
@@ -89,6 +99,19 @@ pub enum RequestOutcome<'a> {
     Answered,
     /// No answer: the connection closed, the time ran out, or the answer did not decode.
     Failed(&'a Error),
+}
+
+/// What happened to a group member's partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionChange {
+    /// The group gave them to this member.
+    Assigned,
+    /// The group took them back in an orderly way (their offsets were committed first, with
+    /// `enable.auto.commit`).
+    Revoked,
+    /// The membership ended without a handover (a session expired, the member was fenced):
+    /// another member may own them already, so nothing was committed.
+    Lost,
 }
 
 /// Something the client did or saw.
@@ -132,6 +155,97 @@ pub enum Event<'a> {
         /// The answer, or why there was none.
         outcome: RequestOutcome<'a>,
     },
+    /// The broker acknowledged a produced batch (with `acks=0`, the request left).
+    BatchWritten {
+        /// The leader it went to.
+        node: i32,
+        /// Its topic.
+        topic: &'a str,
+        /// Its partition.
+        partition: i32,
+        /// How many records it held.
+        records: usize,
+        /// The records' bytes as the caller gave them (keys, values, headers).
+        bytes: usize,
+        /// The offset of its first record, `-1` with `acks=0`.
+        base_offset: i64,
+        /// Times it was sent again before this.
+        retries: u32,
+        /// From its first record being queued to the acknowledgement.
+        latency: Duration,
+    },
+    /// A batch was given up: each of its records' deliveries reports `error`.
+    BatchFailed {
+        /// Its topic.
+        topic: &'a str,
+        /// Its partition.
+        partition: i32,
+        /// How many records it held.
+        records: usize,
+        /// Why.
+        error: &'a Error,
+    },
+    /// A batch failed retriably and goes out again after `delay`.
+    ProduceRetry {
+        /// Its topic.
+        topic: &'a str,
+        /// Its partition.
+        partition: i32,
+        /// How many records it holds.
+        records: usize,
+        /// The attempt about to be made (1 for the first retry).
+        attempt: u32,
+        /// What failed.
+        error: &'a Error,
+        /// The wait before the retry.
+        delay: Duration,
+    },
+    /// The producer hit an error it cannot go on from: every record it held failed, and it
+    /// refuses sends until it starts over (an idempotent producer, after a wait) or for good.
+    ProducerFatal {
+        /// Why.
+        error: &'a Error,
+    },
+    /// One partition of a fetch answer, decoded.
+    Fetched {
+        /// The broker that answered.
+        node: i32,
+        /// Its topic.
+        topic: &'a str,
+        /// Its partition.
+        partition: i32,
+        /// The records it held for the consumer (after the `read_committed` filter).
+        records: usize,
+        /// The bytes of the partition's record data on the wire.
+        bytes: usize,
+        /// The partition's high watermark (`-1` when the answer is an error).
+        high_watermark: i64,
+        /// The high watermark less the offset fetched next: how far the consumer is behind the
+        /// end of the log once these records are handled (`None` on an error).
+        lag: Option<i64>,
+        /// The partition's error code (0 for none).
+        error_code: i16,
+    },
+    /// A group member's partitions changed.
+    Rebalance {
+        /// The group.
+        group: &'a str,
+        /// How they changed.
+        change: PartitionChange,
+        /// Which partitions.
+        partitions: &'a [TopicPartition],
+    },
+    /// An offset commit came back.
+    Commit {
+        /// The group.
+        group: &'a str,
+        /// How many partitions' offsets it carried.
+        partitions: usize,
+        /// From the commit's start to its answer, retries included.
+        latency: Duration,
+        /// Why it failed, if it did.
+        error: Option<&'a Error>,
+    },
 }
 
 impl Event<'_> {
@@ -143,6 +257,12 @@ impl Event<'_> {
             | Event::ConnectFailed { .. }
             | Event::ConnectionLost { .. } => Interest::CONNECTIONS,
             Event::Request { .. } => Interest::REQUESTS,
+            Event::BatchWritten { .. }
+            | Event::BatchFailed { .. }
+            | Event::ProduceRetry { .. }
+            | Event::ProducerFatal { .. } => Interest::PRODUCE,
+            Event::Fetched { .. } => Interest::FETCH,
+            Event::Rebalance { .. } | Event::Commit { .. } => Interest::GROUP,
         }
     }
 }
@@ -307,6 +427,48 @@ mod tests {
         let got = |s: &Seen| s.events.lock().map(|e| e.clone()).unwrap_or_default();
         assert_eq!(got(&connections), ["Interest(CONNECTIONS)"]);
         assert_eq!(got(&requests), ["Interest(REQUESTS)"]);
+    }
+
+    #[test]
+    fn each_event_belongs_to_one_family_and_a_mask_names_its_families() {
+        let error = Error::Timeout("t".into());
+        let retry = Event::ProduceRetry {
+            topic: "t",
+            partition: 0,
+            records: 1,
+            attempt: 1,
+            error: &error,
+            delay: Duration::from_millis(100),
+        };
+        assert_eq!(retry.interest(), Interest::PRODUCE);
+        let fetched = Event::Fetched {
+            node: 1,
+            topic: "t",
+            partition: 0,
+            records: 0,
+            bytes: 0,
+            high_watermark: 5,
+            lag: Some(5),
+            error_code: 0,
+        };
+        assert_eq!(fetched.interest(), Interest::FETCH);
+        let commit = Event::Commit {
+            group: "g",
+            partitions: 1,
+            latency: Duration::ZERO,
+            error: None,
+        };
+        assert_eq!(commit.interest(), Interest::GROUP);
+        assert_eq!(
+            format!("{:?}", Interest::PRODUCE | Interest::GROUP),
+            "Interest(PRODUCE | GROUP)"
+        );
+        let producing = Observers::new().with(Arc::new(Seen {
+            wants: Interest::PRODUCE,
+            ..Seen::default()
+        }));
+        assert!(producing.wants(Interest::PRODUCE));
+        assert!(!producing.wants(Interest::FETCH | Interest::GROUP));
     }
 
     #[test]

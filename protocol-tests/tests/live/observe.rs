@@ -1,5 +1,6 @@
-//! Observers registered on a client hear its connections and requests: the same tests against
-//! the embedded cluster and against Kafka.
+//! Observers registered on a client hear its connections, requests, batches, fetches and group
+//! work: the same tests against the embedded cluster and against Kafka. (Retries and failed
+//! batches are heard in `failover.rs`, where a real broker dies under the producer.)
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -8,9 +9,11 @@ use bytes::Bytes;
 use protocol_tests::{bootstrap, create_topic, unique_topic};
 use ruststream_kafka::client::observe::RequestOutcome;
 use ruststream_kafka::client::{
-    Client, ClientConfig, Event, Interest, Observer, Observers, ProducerConfig, ProducerRecord,
+    Client, ClientConfig, Event, Interest, Observer, Observers, PartitionChange, ProducerConfig,
+    ProducerRecord, Subscription,
 };
 
+use super::group::{Member, group_config};
 use super::{producer, send_all};
 
 /// What an observer heard, as owned values.
@@ -32,6 +35,34 @@ enum Heard {
         api_key: i16,
         answered: bool,
         latency: Duration,
+    },
+    Written {
+        partition: i32,
+        records: usize,
+        base_offset: i64,
+    },
+    BatchFailed {
+        partition: i32,
+        records: usize,
+        error: String,
+    },
+    Retry {
+        partition: i32,
+        attempt: u32,
+        delay: Duration,
+    },
+    Fetched {
+        partition: i32,
+        records: usize,
+        lag: Option<i64>,
+    },
+    Rebalance {
+        change: PartitionChange,
+        partitions: Vec<i32>,
+    },
+    Commit {
+        partitions: usize,
+        failed: bool,
     },
 }
 
@@ -79,6 +110,58 @@ impl Observer for Recorder {
                 api_key,
                 answered: matches!(outcome, RequestOutcome::Answered),
                 latency,
+            },
+            Event::BatchWritten {
+                partition,
+                records,
+                base_offset,
+                ..
+            } => Heard::Written {
+                partition,
+                records,
+                base_offset,
+            },
+            Event::BatchFailed {
+                partition,
+                records,
+                error,
+                ..
+            } => Heard::BatchFailed {
+                partition,
+                records,
+                error: error.to_string(),
+            },
+            Event::ProduceRetry {
+                partition,
+                attempt,
+                delay,
+                ..
+            } => Heard::Retry {
+                partition,
+                attempt,
+                delay,
+            },
+            Event::Fetched {
+                partition,
+                records,
+                lag,
+                ..
+            } => Heard::Fetched {
+                partition,
+                records,
+                lag,
+            },
+            Event::Rebalance {
+                change, partitions, ..
+            } => Heard::Rebalance {
+                change,
+                partitions: partitions.iter().map(|tp| tp.partition).collect(),
+            },
+            Event::Commit {
+                partitions, error, ..
+            } => Heard::Commit {
+                partitions,
+                failed: error.is_some(),
             },
             _ => return,
         };
@@ -236,6 +319,145 @@ async fn a_refused_dial_is_reported_and_an_observer_hears_only_what_it_asked_for
     assert!(
         !heard.iter().any(|h| matches!(h, Heard::Request { .. })),
         "requests were not asked for: {heard:?}"
+    );
+    client.close();
+}
+
+/// Writes 30 records over 3 partitions of `topic` and checks that `recorder` heard each of
+/// them in a batch the broker wrote.
+async fn writes_ten_per_partition(client: &Client, topic: &str, recorder: &Recorder) {
+    let producer = producer(
+        client,
+        ProducerConfig {
+            linger: Duration::from_millis(5),
+            ..ProducerConfig::default()
+        },
+    )
+    .await;
+    let records = (0..30)
+        .map(|i| {
+            ProducerRecord::new(topic.to_owned(), Bytes::from(format!("r{i}"))).partition(i % 3)
+        })
+        .collect();
+    send_all(&producer, records).await;
+    let _ = producer.close(Duration::from_secs(10)).await;
+    let heard = recorder.heard();
+    let mut written = [0usize; 3];
+    for h in &heard {
+        if let Heard::Written {
+            partition,
+            records,
+            base_offset,
+        } = h
+        {
+            assert!(*base_offset >= 0, "acks=all reports the base offset: {h:?}");
+            written[usize::try_from(*partition).unwrap_or(0)] += records;
+        }
+    }
+    assert_eq!(
+        written,
+        [10, 10, 10],
+        "every record in a written batch: {heard:?}"
+    );
+}
+
+/// Polls `recorder` until `done` holds of what it heard, for at most `limit`.
+async fn heard_until(
+    recorder: &Recorder,
+    limit: Duration,
+    done: impl Fn(&[Heard]) -> bool,
+) -> Vec<Heard> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let heard = recorder.heard();
+        if done(&heard) || tokio::time::Instant::now() > deadline {
+            return heard;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_hears_the_batches_written_the_fetches_with_their_lag_the_assignment_and_the_commits()
+ {
+    let recorder = Arc::new(Recorder {
+        wants: Some(Interest::PRODUCE | Interest::FETCH | Interest::GROUP),
+        ..Recorder::default()
+    });
+    let client = observed_client(&recorder).await;
+    let topic = unique_topic("observed-work");
+    create_topic(&client, &topic, 3).await;
+    writes_ten_per_partition(&client, &topic, &recorder).await;
+
+    let group = unique_topic("observed-group");
+    let member = Member::start(
+        &client,
+        group_config(&group, "range"),
+        Subscription::Topics(vec![topic.clone()]),
+    );
+    // Every record fetched, every partition caught up (lag 0), a commit answered.
+    let heard = heard_until(&recorder, Duration::from_mins(1), |heard| {
+        let caught_up = (0..3).all(|p| {
+            heard.iter().any(
+                |h| matches!(h, Heard::Fetched { partition, lag: Some(0), .. } if *partition == p),
+            )
+        });
+        let committed = heard
+            .iter()
+            .any(|h| matches!(h, Heard::Commit { failed: false, .. }));
+        caught_up && committed
+    })
+    .await;
+    let seen = member.stop().await;
+    let handed = seen
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .records
+        .len();
+    assert_eq!(handed, 30, "the member read every record");
+    let fetched: usize = heard
+        .iter()
+        .map(|h| match h {
+            Heard::Fetched { records, .. } => *records,
+            _ => 0,
+        })
+        .sum();
+    assert!(fetched >= 30, "fetches held {fetched} records: {heard:?}");
+    let mut assigned: Vec<i32> = heard
+        .iter()
+        .filter_map(|h| match h {
+            Heard::Rebalance {
+                change: PartitionChange::Assigned,
+                partitions,
+            } => Some(partitions.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assigned.sort_unstable();
+    assert_eq!(assigned, [0, 1, 2], "the assignment is reported: {heard:?}");
+    for p in 0..3 {
+        assert!(
+            heard.iter().any(
+                |h| matches!(h, Heard::Fetched { partition, lag: Some(0), .. } if *partition == p)
+            ),
+            "partition {p} caught up (lag 0): {heard:?}"
+        );
+    }
+    assert!(
+        heard.iter().any(|h| matches!(
+            h,
+            Heard::Commit {
+                partitions: 1..,
+                failed: false
+            }
+        )),
+        "an answered commit: {heard:?}"
+    );
+    // Nothing of the requests' family, which it did not ask for.
+    assert!(
+        !heard.iter().any(|h| matches!(h, Heard::Request { .. })),
+        "{heard:?}"
     );
     client.close();
 }

@@ -30,6 +30,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::task::{Id, JoinError, JoinSet};
 
 use crate::client::error::{Error, Result};
+use crate::client::observe::{Event as Observed, Interest};
 use crate::client::reader::IsolationLevel;
 
 use super::config::CorruptBatch;
@@ -650,6 +651,26 @@ async fn fetch_and_decode(
             } else {
                 Decoded::default()
             };
+            let observers = &shared.client.config().observers;
+            if observers.wants(Interest::FETCH) {
+                let end = match config.isolation {
+                    IsolationLevel::ReadCommitted if p.last_stable_offset >= 0 => {
+                        p.last_stable_offset
+                    }
+                    _ => p.high_watermark,
+                };
+                observers.emit(&Observed::Fetched {
+                    node,
+                    topic: &want.tp.topic,
+                    partition: want.tp.partition,
+                    records: decoded.records.len(),
+                    bytes: raw,
+                    high_watermark: p.high_watermark,
+                    lag: (error.is_none() && end >= 0)
+                        .then(|| end.saturating_sub(decoded.next_offset).max(0)),
+                    error_code: p.error_code,
+                });
+            }
             let payload: usize = decoded
                 .records
                 .iter()

@@ -42,33 +42,11 @@ pub use offsets::{CommittedOffset, GroupMember, GroupMetadata, OffsetToCommit, O
 
 use crate::client::Client;
 use crate::client::error::{Error, Result};
+use crate::client::observe::{Event as Observed, Interest};
 use crate::client::records::Record;
 use state::State;
 
-/// A partition of a topic.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    /// The topic.
-    pub topic: Arc<str>,
-    /// The partition.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// `topic`/`partition`.
-    pub fn new(topic: impl AsRef<str>, partition: i32) -> Self {
-        TopicPartition {
-            topic: Arc::from(topic.as_ref()),
-            partition,
-        }
-    }
-}
-
-impl std::fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
+pub use crate::client::topic_partition::TopicPartition;
 
 /// Where reading a partition starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -670,6 +648,26 @@ pub(crate) async fn commit_stored(shared: &Shared, only: Option<&[TopicPartition
 /// way (`STALE_MEMBER_EPOCH`): the commit is sent again with the new epoch, as long as the
 /// member still owns the partitions.
 async fn commit_as_member(
+    shared: &Shared,
+    group: &Offsets,
+    offsets: &[OffsetToCommit],
+) -> Result<()> {
+    let observers = &shared.client.config().observers;
+    if !observers.wants(Interest::GROUP) {
+        return commit_retrying_epoch(shared, group, offsets).await;
+    }
+    let started = Instant::now();
+    let result = commit_retrying_epoch(shared, group, offsets).await;
+    observers.emit(&Observed::Commit {
+        group: group.group(),
+        partitions: offsets.len(),
+        latency: started.elapsed(),
+        error: result.as_ref().err(),
+    });
+    result
+}
+
+async fn commit_retrying_epoch(
     shared: &Shared,
     group: &Offsets,
     offsets: &[OffsetToCommit],

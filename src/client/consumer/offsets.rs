@@ -129,6 +129,12 @@ impl Offsets {
         }
     }
 
+    /// The group's id.
+    #[must_use]
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
     /// Commits `offsets`, as `member` or (when `None`) without membership.
     ///
     /// # Cancel safety

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::{ConsumerEvent, Revocation, Shared, StartAt, TopicPartition, commit_stored};
+use crate::client::observe::{Event, Interest, PartitionChange};
 
 impl Shared {
     /// Adds `partitions` (those not owned yet) to the assignment, starting from the committed
@@ -22,8 +23,9 @@ impl Shared {
             return;
         }
         state.add(&new, StartAt::Committed);
-        state.events.push_back(ConsumerEvent::Assigned(new));
         drop(state);
+        self.report_change(PartitionChange::Assigned, &new);
+        self.lock().events.push_back(ConsumerEvent::Assigned(new));
         self.poll_wake.notify_one();
         self.fetch_wake.notify_one();
     }
@@ -50,6 +52,7 @@ impl Shared {
             }));
             owned
         };
+        self.report_change(PartitionChange::Revoked, &owned);
         self.poll_wake.notify_one();
         if tokio::time::timeout(limit, acknowledged).await.is_err() {
             tracing::warn!(
@@ -74,9 +77,23 @@ impl Shared {
             return;
         }
         state.remove(&owned);
-        state.events.push_back(ConsumerEvent::Lost(owned));
         drop(state);
+        self.report_change(PartitionChange::Lost, &owned);
+        self.lock().events.push_back(ConsumerEvent::Lost(owned));
         self.poll_wake.notify_one();
+    }
+
+    /// Tells the observers of a change of partitions (the group membership logs it).
+    fn report_change(&self, change: PartitionChange, partitions: &[TopicPartition]) {
+        let group = self.config.group_id.as_deref().unwrap_or_default();
+        let observers = &self.client.config().observers;
+        if observers.wants(Interest::GROUP) {
+            observers.emit(&Event::Rebalance {
+                group,
+                change,
+                partitions,
+            });
+        }
     }
 
     /// The partitions owned now, sorted.

@@ -35,11 +35,12 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::RecordMetadata;
-use super::accumulator::{ClosedBatch, PartitionQueue, Shared, State, close_open};
+use super::accumulator::{ClosedBatch, PartitionQueue, Pending, Shared, State, close_open};
 use super::transaction::{Origin, Requests, TxnState, classify};
 use crate::client::config::Acks;
 use crate::client::error::{Error, Result};
 use crate::client::net::{Connection, InFlight};
+use crate::client::observe::{Event as Observed, Interest, Observers};
 use crate::client::records::ProducerState;
 use crate::client::unwind::unwound;
 
@@ -270,7 +271,7 @@ impl Sender {
         let mut gate = TxnGate::new(state.txn.as_ref());
         self.txn_produce = state.txn.as_ref().map(txn_produce);
         let mut topics: Vec<Arc<str>> = Vec::new();
-        let mut released = (0usize, 0usize);
+        let mut released = Released::new(&self.shared.client.config().observers);
         for (topic, queues) in &mut state.topics {
             for (p, queue) in queues.partitions.iter_mut().enumerate() {
                 let partition = p as i32;
@@ -358,7 +359,7 @@ impl Sender {
         if idempotent && (expired_sequenced || gate.dropped_sequenced) {
             state.bump_needed = true;
         }
-        self.shared.release(state, released.0, released.1);
+        self.shared.release(state, released.records, released.bytes);
         drop(guard);
         self.maybe_register(gate.to_register);
         (requests, next_wake)
@@ -588,6 +589,10 @@ impl Sender {
                 let fatal = Error::Fatal(format!("cannot get a producer id: {e}"));
                 state.fatal = Some(fatal.clone());
                 drop(state);
+                let observers = &self.shared.client.config().observers;
+                if observers.wants(Interest::PRODUCE) {
+                    observers.emit(&Observed::ProducerFatal { error: &fatal });
+                }
                 self.fail_everything(&fatal);
                 self.rebuild_at = Some(Instant::now() + wait);
                 self.rebuild_wait = (wait * 2).min(MAX_REBUILD_WAIT);
@@ -601,7 +606,7 @@ impl Sender {
     /// After an epoch bump: every partition's sequences start again at zero; batches whose
     /// outcome is unknown fail instead of being sent again under the new epoch.
     fn restart_sequences(&self, state: &mut State) {
-        let mut released = (0usize, 0usize);
+        let mut released = Released::new(&self.shared.client.config().observers);
         for queues in state.topics.values_mut() {
             for queue in &mut queues.partitions {
                 queue.restart_sequence();
@@ -624,7 +629,7 @@ impl Sender {
                 queue.ready = keep;
             }
         }
-        self.shared.release(state, released.0, released.1);
+        self.shared.release(state, released.records, released.bytes);
     }
 
     fn on_produced(
@@ -668,7 +673,7 @@ impl Sender {
         }
         let shared = self.shared.clone();
         let mut state = shared.lock();
-        let mut released = (0usize, 0usize);
+        let mut released = Released::new(&shared.client.config().observers);
         let mut retry = Vec::new();
         for b in batches {
             let answer = if response.is_none() {
@@ -686,7 +691,7 @@ impl Sender {
             };
             match ResponseError::try_from_code(code) {
                 None | Some(ResponseError::DuplicateSequenceNumber) => {
-                    complete_batch(&mut state, &mut released, b, base_offset, append_time);
+                    complete_batch(&mut state, &mut released, node, b, base_offset, append_time);
                 }
                 Some(code) => {
                     let e = Error::Broker {
@@ -700,7 +705,8 @@ impl Sender {
         for (b, e, unknown) in retry {
             self.retry_or_fail(&mut state, b, &e, unknown);
         }
-        self.shared.release(&mut state, released.0, released.1);
+        self.shared
+            .release(&mut state, released.records, released.bytes);
         drop(state);
         self.shared.wake.notify_one();
     }
@@ -756,15 +762,26 @@ impl Sender {
             if idempotent && batch.sequence.is_some() {
                 state.bump_needed = true;
             }
-            let mut released = (0usize, 0usize);
+            let mut released = Released::new(&self.shared.client.config().observers);
             let e = if expired && retriable {
                 Error::Timeout(format!("Local: Message timed out after {error}"))
             } else {
                 error.clone()
             };
+            if retriable {
+                // Retries that give up are an incident an operator must see (a failure the
+                // caller gets is theirs to log).
+                tracing::warn!(
+                    topic = %batch.topic,
+                    partition = batch.partition,
+                    attempts = batch.attempts,
+                    error = %e,
+                    "a batch gave up retrying: its records fail"
+                );
+            }
             note_txn_failure(&mut state.txn, &e);
             fail_batch(&mut released, batch, &e);
-            self.shared.release(state, released.0, released.1);
+            self.shared.release(state, released.records, released.bytes);
             return;
         }
         if sequence_trouble && !earlier_pending {
@@ -773,17 +790,23 @@ impl Sender {
         if leadership {
             self.refresh_topics.insert(batch.topic.clone());
         }
-        tracing::debug!(
-            topic = %batch.topic,
-            partition = batch.partition,
-            attempts = batch.attempts,
-            error = %error,
-            "batch sent again"
-        );
         batch.attempts += 1;
         batch.maybe_written |= unknown_outcome;
         self.shared.retries.fetch_add(1, Ordering::Relaxed);
         let delay = backoff_for(config_retry(&self.shared), batch.attempts);
+        tracing::debug!(topic = %batch.topic, partition = batch.partition, attempt = batch.attempts,
+            error = %error, ?delay, "batch sent again");
+        let observers = &self.shared.client.config().observers;
+        if observers.wants(Interest::PRODUCE) {
+            observers.emit(&Observed::ProduceRetry {
+                topic: &batch.topic,
+                partition: batch.partition,
+                records: batch.deliveries.len(),
+                attempt: batch.attempts,
+                error,
+                delay,
+            });
+        }
         if let Some(queue) = queue_of(state, &batch) {
             queue.retry_at = Some(Instant::now() + delay);
             if idempotent {
@@ -800,23 +823,19 @@ impl Sender {
 
     fn fail_everything(&mut self, error: &Error) {
         let mut state = self.shared.lock();
-        let mut released = (0usize, 0usize);
-        for queues in state.topics.values_mut() {
+        let mut released = Released::new(&self.shared.client.config().observers);
+        for (topic, queues) in &mut state.topics {
             for (p, queue) in queues.partitions.iter_mut().enumerate() {
                 if let Some(open) = queue.open.take() {
-                    for d in open.deliveries {
-                        released.0 += 1;
-                        released.1 += d.bytes;
-                        let _ = d.tx.send(Err(error.clone()));
-                    }
+                    released.fail_open(topic, p as i32, open.deliveries, error);
                 }
-                let _ = p;
                 while let Some(b) = queue.ready.pop_front() {
                     fail_batch(&mut released, b, error);
                 }
             }
         }
-        self.shared.release(&mut state, released.0, released.1);
+        self.shared
+            .release(&mut state, released.records, released.bytes);
     }
 }
 
@@ -842,7 +861,8 @@ fn queue_of<'a>(
 
 fn complete_batch(
     state: &mut State,
-    released: &mut (usize, usize),
+    released: &mut Released<'_>,
+    node: i32,
     batch: ClosedBatch,
     base_offset: i64,
     append_time: i64,
@@ -851,9 +871,21 @@ fn complete_batch(
         queue.in_flight = queue.in_flight.saturating_sub(1);
         queue.acked_in_epoch = true;
     }
+    if released.observers.wants(Interest::PRODUCE) {
+        released.observers.emit(&Observed::BatchWritten {
+            node,
+            topic: &batch.topic,
+            partition: batch.partition,
+            records: batch.deliveries.len(),
+            bytes: batch.deliveries.iter().map(|d| d.bytes).sum(),
+            base_offset,
+            retries: batch.attempts,
+            latency: batch.created.elapsed(),
+        });
+    }
     for (i, d) in batch.deliveries.into_iter().enumerate() {
-        released.0 += 1;
-        released.1 += d.bytes;
+        released.records += 1;
+        released.bytes += d.bytes;
         let offset = if base_offset < 0 {
             -1
         } else {
@@ -947,11 +979,7 @@ fn prepare(
 
 /// Fails the batches that waited past `message.timeout.ms`; says whether any had a sequence
 /// number (then the partition's sequence has a gap).
-fn fail_expired(
-    state: &mut State,
-    expired: Vec<ClosedBatch>,
-    released: &mut (usize, usize),
-) -> bool {
+fn fail_expired(state: &mut State, expired: Vec<ClosedBatch>, released: &mut Released<'_>) -> bool {
     let sequenced = expired.iter().any(|b| b.sequence.is_some());
     for b in expired {
         let e = Error::Timeout(format!(
@@ -991,10 +1019,10 @@ impl TxnGate {
         queue: &mut PartitionQueue,
         topic: &Arc<str>,
         partition: i32,
-        released: &mut (usize, usize),
+        released: &mut Released<'_>,
     ) -> bool {
         if let Some(e) = &self.drop_unsent {
-            self.dropped_sequenced |= drop_queued(queue, e, released);
+            self.dropped_sequenced |= drop_queued(queue, topic, partition, e, released);
             return true;
         }
         match txn {
@@ -1026,14 +1054,16 @@ fn note_txn_failure(txn: &mut Option<TxnState>, error: &Error) {
 
 /// Fails the open batch and every batch waiting in `queue` (those in flight come back on
 /// their own); says whether any of them had a sequence number, which leaves a gap.
-fn drop_queued(queue: &mut PartitionQueue, error: &Error, released: &mut (usize, usize)) -> bool {
+fn drop_queued(
+    queue: &mut PartitionQueue,
+    topic: &str,
+    partition: i32,
+    error: &Error,
+    released: &mut Released<'_>,
+) -> bool {
     let mut sequenced = false;
     if let Some(open) = queue.open.take() {
-        for d in open.deliveries {
-            released.0 += 1;
-            released.1 += d.bytes;
-            let _ = d.tx.send(Err(error.clone()));
-        }
+        released.fail_open(topic, partition, open.deliveries, error);
     }
     while let Some(b) = queue.ready.pop_front() {
         sequenced |= b.sequence.is_some();
@@ -1042,10 +1072,50 @@ fn drop_queued(queue: &mut PartitionQueue, error: &Error, released: &mut (usize,
     sequenced
 }
 
-fn fail_batch(released: &mut (usize, usize), batch: ClosedBatch, error: &Error) {
+/// What a round of the sender settled: the records and bytes that leave the queue's limits,
+/// and the observers that hear of each batch given up.
+struct Released<'o> {
+    records: usize,
+    bytes: usize,
+    observers: &'o Observers,
+}
+
+impl<'o> Released<'o> {
+    fn new(observers: &'o Observers) -> Self {
+        Released {
+            records: 0,
+            bytes: 0,
+            observers,
+        }
+    }
+
+    /// Fails the records of a batch still open (never sent).
+    fn fail_open(&mut self, topic: &str, partition: i32, deliveries: Vec<Pending>, error: &Error) {
+        self.report_failed(topic, partition, deliveries.len(), error);
+        for d in deliveries {
+            self.records += 1;
+            self.bytes += d.bytes;
+            let _ = d.tx.send(Err(error.clone()));
+        }
+    }
+
+    fn report_failed(&self, topic: &str, partition: i32, records: usize, error: &Error) {
+        if self.observers.wants(Interest::PRODUCE) {
+            self.observers.emit(&Observed::BatchFailed {
+                topic,
+                partition,
+                records,
+                error,
+            });
+        }
+    }
+}
+
+fn fail_batch(released: &mut Released<'_>, batch: ClosedBatch, error: &Error) {
+    released.report_failed(&batch.topic, batch.partition, batch.deliveries.len(), error);
     for d in batch.deliveries {
-        released.0 += 1;
-        released.1 += d.bytes;
+        released.records += 1;
+        released.bytes += d.bytes;
         let _ = d.tx.send(Err(error.clone()));
     }
 }

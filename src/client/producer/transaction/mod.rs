@@ -44,6 +44,7 @@ use crate::client::config::ProducerConfig;
 use crate::client::consumer::{GroupMetadata, OffsetToCommit};
 use crate::client::coordinator::CoordinatorKind;
 use crate::client::error::{Error, Result};
+use crate::client::observe::{Event as ObserverEvent, Interest};
 
 /// A producer whose records and consumed offsets are committed or aborted in transactions.
 ///
@@ -215,7 +216,7 @@ impl TransactionalProducer {
             Err(e) => {
                 let e = classify(&self.id, Origin::Coordinator, "initializing", e);
                 if e.is_fatal() {
-                    self.with_txn(|t| t.fail(e.clone()));
+                    self.fail(&e);
                 }
                 return Err(e.into());
             }
@@ -384,14 +385,24 @@ impl TransactionalProducer {
     /// Fails the producer with `e` when it is fatal; returns it as the call's error.
     fn fatal_or_abortable(&self, e: TransactionError, opened_at: Option<Instant>) -> Error {
         let e = self.explain(e, opened_at);
-        self.with_txn(|t| {
-            if e.is_fatal() {
-                t.fail(e.clone());
-            } else {
-                t.failed(e.clone());
-            }
-        });
+        if e.is_fatal() {
+            self.fail(&e);
+        } else {
+            self.with_txn(|t| t.failed(e.clone()));
+        }
         e.into()
+    }
+
+    /// Marks the producer failed for good, and says so: one WARN and the observers' event.
+    fn fail(&self, e: &TransactionError) {
+        self.with_txn(|t| t.fail(e.clone()));
+        tracing::warn!(transactional_id = %self.id, error = %e,
+            "the transactional producer failed: it refuses every call until it is initialized again");
+        let observers = &self.producer.shared.client.config().observers;
+        if observers.wants(Interest::PRODUCE) {
+            let error = Error::from(e.clone());
+            observers.emit(&ObserverEvent::ProducerFatal { error: &error });
+        }
     }
 
     /// Sends every record of the transaction, waits for all of them, and commits the
