@@ -148,11 +148,15 @@ mod tests {
         let south = kafka.published::<Crossing>(SOUTH);
         let copies = south.messages();
         assert_eq!(copies.len(), 2);
-        assert_eq!(
-            copies[1].headers().get_str(RETRY_COUNT_HEADER),
-            Some("1"),
-            "{:?}",
-            copies[1].headers()
+        // The harness records each publish once the broker acknowledged it: under load the
+        // copy's acknowledgement can come first.
+        let retry_counts: Vec<Option<&str>> = copies
+            .iter()
+            .map(|m| m.headers().get_str(RETRY_COUNT_HEADER))
+            .collect();
+        assert!(
+            retry_counts.contains(&Some("1")) && retry_counts.contains(&None),
+            "one original and one copy retried once: {retry_counts:?}"
         );
         kafka.published::<Crossing>(NORTH).assert_not_called();
         tb.shutdown().await?;

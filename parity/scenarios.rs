@@ -2,7 +2,7 @@
 // the public API both crates share. `commit_semantics!(name, crate, bootstrap)` expands them
 // into a module of tests for one crate: live ones against the broker `bootstrap()` names, and
 // in-process ones on the crate's own in-process cluster. The repository's test
-// `tests/commit_semantics.rs` runs them for this crate; the package `parity/` runs the very
+// `tests/adapter/commit_semantics.rs` runs them for this crate; the package `parity/` runs the very
 // same text for both crates side by side (`scripts/parity`), so a scenario that passes here
 // and there pins a behaviour of the reference rather than our reading of it.
 //

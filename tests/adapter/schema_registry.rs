@@ -3,8 +3,7 @@
 //! registry's error codes, compatibility, the custom client seam, and interop with an
 //! independent Confluent implementation (`schema_registry_converter`) in both directions.
 
-#[path = "support/registry.rs"]
-mod registry;
+use crate::registry;
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;

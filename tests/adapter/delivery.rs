@@ -3,7 +3,7 @@
 //! Records with null values and null-valued or spoofed key headers are written with the native
 //! producer, since the adapter's publisher never writes them.
 
-mod live;
+use crate::live;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! First light: publish and consume through the adapter against the cluster under test.
 
-mod live;
+use crate::live;
 
 use std::time::Duration;
 

@@ -3,9 +3,8 @@
 //! subscriptions (the prefetch edge for codecs, the transcoding edge for JSON) and by an
 //! independent Confluent decoder; connect-time subject resolution and its policies.
 
-mod live;
-#[path = "support/registry.rs"]
-mod registry;
+use crate::live;
+use crate::registry;
 
 use apache_avro::AvroSchema;
 use registry::RegistryDouble;

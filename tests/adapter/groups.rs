@@ -2,7 +2,7 @@
 //! group, hand-over at the committed offset, cooperative rebalances, and the strategy the group
 //! settles on.
 
-mod live;
+use crate::live;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! Positions, seeking, `start_at` and `StartOffset` against the cluster (reference 4.F).
 
-mod live;
+use crate::live;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! first group of a fresh cluster creates `__consumer_offsets`), and every test has a group of
 //! its own.
 
-mod live;
+use crate::live;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The broker's lifecycle against the cluster (reference 4.A): what `connect` refuses and how
 //! fast, the clean shutdown, and handles that outlive the connection.
 
-mod live;
+use crate::live;
 
 use std::time::{Duration, Instant};
 

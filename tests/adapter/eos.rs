@@ -1,7 +1,7 @@
 //! The exactly-once pipeline against the cluster under test (J2-J9): `Commit::Transactional`
 //! subscriptions feeding a `KafkaEosPublish` pipeline.
 
-mod live;
+use crate::live;
 
 use std::time::Duration;
 

@@ -4,9 +4,13 @@
 //! cluster under `KAFKA_TEST_TARGET=embedded`); the in-process ones need nothing.
 #![cfg(feature = "testing")]
 
-#[path = "../examples/support/live.rs"]
+#[path = "../../examples/support/live.rs"]
 mod live;
 
-include!("../parity/scenarios.rs");
+include!("../../parity/scenarios.rs");
 
-commit_semantics!(ours, ruststream_kafka, crate::live::bootstrap);
+commit_semantics!(
+    ours,
+    ruststream_kafka,
+    crate::commit_semantics::live::bootstrap
+);

@@ -6,7 +6,7 @@
 //! The app starts with `TestApp::start_live_within`; the test publishes its input with a plain
 //! publisher and watches what the handler records.
 
-mod live;
+use crate::live;
 
 use std::future::{Future, ready};
 use std::sync::{Arc, Mutex};

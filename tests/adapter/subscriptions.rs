@@ -2,7 +2,7 @@
 //! `subscribe` returns, members that are not read yet, partition readers, topic sets and
 //! patterns, topics that appear later, re-entrant streams and native batches.
 
-mod live;
+use crate::live;
 
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! durable producer settings. Records are read back with the native client's partition reader,
 //! so the test sees the wire record, not the adapter's view of it.
 
-mod live;
+use crate::live;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `nack` do under `Commit::Auto` and `Commit::Tracked`, checked by restarting a member of the
 //! same group and looking at where it resumes.
 
-mod live;
+use crate::live;
 
 use futures::FutureExt;
 use ruststream::{AckError, IncomingMessage, Subscriber, SubscriptionSource};

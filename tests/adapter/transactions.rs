@@ -1,7 +1,7 @@
 //! Transactional publishers and per-partition lanes against the cluster under test (I1-I8,
 //! A10).
 
-mod live;
+use crate::live;
 
 use std::time::Duration;
 
