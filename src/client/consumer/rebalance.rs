@@ -23,9 +23,14 @@ impl Shared {
             return;
         }
         state.add(&new, StartAt::Committed);
+        // Queued under the same lock that added them, so the caller hears of them before any
+        // of their records; the observers hear after the lock.
+        let reported = self.reporting().then(|| new.clone());
+        state.events.push_back(ConsumerEvent::Assigned(new));
         drop(state);
-        self.report_change(PartitionChange::Assigned, &new);
-        self.lock().events.push_back(ConsumerEvent::Assigned(new));
+        if let Some(new) = reported {
+            self.report_change(PartitionChange::Assigned, &new);
+        }
         self.poll_wake.notify_one();
         self.fetch_wake.notify_one();
     }
@@ -77,10 +82,18 @@ impl Shared {
             return;
         }
         state.remove(&owned);
+        let reported = self.reporting().then(|| owned.clone());
+        state.events.push_back(ConsumerEvent::Lost(owned));
         drop(state);
-        self.report_change(PartitionChange::Lost, &owned);
-        self.lock().events.push_back(ConsumerEvent::Lost(owned));
+        if let Some(owned) = reported {
+            self.report_change(PartitionChange::Lost, &owned);
+        }
         self.poll_wake.notify_one();
+    }
+
+    /// Whether an observer wants group events (then a change's partitions are kept for it).
+    fn reporting(&self) -> bool {
+        self.client.config().observers.wants(Interest::GROUP)
     }
 
     /// Tells the observers of a change of partitions (the group membership logs it).
