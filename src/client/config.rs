@@ -40,6 +40,10 @@ pub struct ClientConfig {
     pub allow_auto_create_topics: bool,
     /// `security.protocol`, `ssl.*`, `sasl.*`: TLS and SASL.
     pub security: SecurityConfig,
+    /// `statistics.interval.ms`: how often statistics are reported (to the observers that ask
+    /// for [`Interest::STATISTICS`](super::observe::Interest::STATISTICS), and as one INFO line
+    /// by the adapter); zero for never (observers that ask then hear every second).
+    pub statistics_interval: Duration,
     /// Who is told what the client does (no property: a service registers them in code).
     pub observers: super::observe::Observers,
 }
@@ -59,6 +63,7 @@ impl Default for ClientConfig {
             max_response_size: 100_000_000,
             allow_auto_create_topics: true,
             security: SecurityConfig::default(),
+            statistics_interval: Duration::ZERO,
             observers: super::observe::Observers::default(),
         }
     }

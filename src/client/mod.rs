@@ -10,6 +10,7 @@ mod config;
 pub mod consumer;
 mod coordinator;
 mod error;
+pub mod metrics;
 mod net;
 pub mod observe;
 pub mod producer;
@@ -39,6 +40,7 @@ pub use consumer::{
 };
 pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
+pub use metrics::MetricsObserver;
 #[cfg(feature = "testing")]
 pub(crate) use net::check_request;
 pub use net::{

@@ -39,6 +39,9 @@ impl Interest {
     pub const FETCH: Interest = Interest(1 << 3);
     /// Group work: partitions assigned, revoked and lost; offset commits.
     pub const GROUP: Interest = Interest(1 << 4);
+    /// Periodic snapshots of a producer's queue ([`Event::ProducerQueue`]), every
+    /// `statistics.interval.ms` (every second when that is 0).
+    pub const STATISTICS: Interest = Interest(1 << 5);
     /// Every family, those added later included.
     pub const ALL: Interest = Interest(u32::MAX);
 
@@ -74,6 +77,7 @@ impl fmt::Debug for Interest {
             (Interest::PRODUCE, "PRODUCE"),
             (Interest::FETCH, "FETCH"),
             (Interest::GROUP, "GROUP"),
+            (Interest::STATISTICS, "STATISTICS"),
         ]
         .into_iter()
         .filter(|(i, _)| self.contains(*i))
@@ -235,6 +239,18 @@ pub enum Event<'a> {
         /// Which partitions.
         partitions: &'a [TopicPartition],
     },
+    /// A producer's queue, sampled periodically (see [`Interest::STATISTICS`]) and once more
+    /// when it closes.
+    ProducerQueue {
+        /// Its client's `client.id`.
+        client_id: &'a str,
+        /// Records accepted and not yet settled (queued or in flight): librdkafka's `msg_cnt`.
+        records: usize,
+        /// Their bytes (keys, values, headers): librdkafka's `msg_size`.
+        bytes: usize,
+        /// Produce requests sent and not yet answered.
+        requests_in_flight: usize,
+    },
     /// An offset commit came back.
     Commit {
         /// The group.
@@ -263,6 +279,7 @@ impl Event<'_> {
             | Event::ProducerFatal { .. } => Interest::PRODUCE,
             Event::Fetched { .. } => Interest::FETCH,
             Event::Rebalance { .. } | Event::Commit { .. } => Interest::GROUP,
+            Event::ProducerQueue { .. } => Interest::STATISTICS,
         }
     }
 }

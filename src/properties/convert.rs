@@ -145,6 +145,7 @@ pub(super) fn client_config(s: &Settings) -> ClientConfig {
         max_response_size: size(s.int(id::RECEIVE_MESSAGE_MAX_BYTES)),
         allow_auto_create_topics: s.bool(id::ALLOW_AUTO_CREATE_TOPICS),
         security: security_config(s),
+        statistics_interval: millis(s.int(id::STATISTICS_INTERVAL_MS)),
         observers: crate::client::Observers::default(),
     }
 }

@@ -197,6 +197,12 @@ impl Shared {
         self.lock().queued_messages
     }
 
+    /// Records accepted and not settled, and their bytes.
+    pub fn queued(&self) -> (usize, usize) {
+        let s = self.lock();
+        (s.queued_messages, s.queued_bytes)
+    }
+
     pub fn producer_id(&self) -> (i64, i16) {
         let s = self.lock();
         (s.producer_id, s.producer_epoch)

@@ -87,7 +87,12 @@ struct Sender {
     /// The transactional id and the Produce versions of the protocol, for transactional
     /// producers (fixed at each planning round: `init` may change the protocol).
     txn_produce: Option<(StrBytes, VersionRange)>,
+    /// When the queue is next reported to the observers that asked for statistics.
+    statistics_at: Option<Instant>,
 }
+
+/// How often the queue is reported when an observer asks and `statistics.interval.ms` is 0.
+const DEFAULT_STATISTICS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The first wait before a failed idempotent producer starts over; it doubles with every
 /// failure in a row, up to [`MAX_REBUILD_WAIT`].
@@ -112,6 +117,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         conns: HashMap::new(),
         dial_retry_at: None,
         txn_produce: None,
+        statistics_at: None,
     };
     sender.run().await;
 }
@@ -131,6 +137,8 @@ impl Sender {
             if closing {
                 self.fail_everything(&Error::Closed("producer closed".into()));
                 if self.tasks.is_empty() {
+                    // the last sample: the observers' view of the queue does not stay stale
+                    self.report_queue();
                     return;
                 }
             }
@@ -144,9 +152,15 @@ impl Sender {
             self.maybe_init_producer_id();
             self.connect_leaders().await;
             let (requests, mut next_wake) = self.plan(Instant::now(), closing);
-            for at in [self.dial_retry_at, self.init_retry_at, self.rebuild_at]
-                .into_iter()
-                .flatten()
+            self.maybe_report_queue();
+            for at in [
+                self.dial_retry_at,
+                self.init_retry_at,
+                self.rebuild_at,
+                self.statistics_at,
+            ]
+            .into_iter()
+            .flatten()
             {
                 next_wake = Some(next_wake.map_or(at, |w| w.min(at)));
             }
@@ -174,6 +188,39 @@ impl Sender {
                 }
             }
         }
+    }
+
+    /// Reports the queue to the observers that ask for statistics, when its time has come.
+    fn maybe_report_queue(&mut self) {
+        let config = self.shared.client.config();
+        if !config.observers.wants(Interest::STATISTICS) {
+            return;
+        }
+        let now = Instant::now();
+        if self.statistics_at.is_some_and(|at| now < at) {
+            return;
+        }
+        let every = if config.statistics_interval.is_zero() {
+            DEFAULT_STATISTICS_INTERVAL
+        } else {
+            config.statistics_interval
+        };
+        self.statistics_at = Some(now + every);
+        self.report_queue();
+    }
+
+    fn report_queue(&self) {
+        let config = self.shared.client.config();
+        if !config.observers.wants(Interest::STATISTICS) {
+            return;
+        }
+        let (records, bytes) = self.shared.queued();
+        config.observers.emit(&Observed::ProducerQueue {
+            client_id: &config.client_id,
+            records,
+            bytes,
+            requests_in_flight: self.node_in_flight.values().sum(),
+        });
     }
 
     /// An idempotent producer that failed starts over once its wait is up: a new producer

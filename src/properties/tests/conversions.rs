@@ -51,10 +51,12 @@ fn client_config_fields() {
         ("topic.metadata.refresh.interval.ms", "1000"),
         ("receive.message.max.bytes", "60000000"),
         ("allow.auto.create.topics", "true"),
+        ("statistics.interval.ms", "15000"),
     ])
     .consumer()
     .expect("accepted");
     let c = consumer.client_config();
+    assert_eq!(c.statistics_interval, Duration::from_secs(15));
     assert_eq!(c.bootstrap_servers, ["a:1", "b:2"]);
     assert_eq!(c.client_id, "svc");
     assert_eq!(c.socket_timeout, Duration::from_secs(20));
