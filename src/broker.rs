@@ -273,7 +273,13 @@ impl KafkaBroker {
         log_not_acted_on(&producer_properties);
         let runtime = Handle::current();
         let mut client_config = producer.client_config();
-        client_config.observers = self.observers.clone();
+        // every client of the broker reports to the statistics of `statistics.interval.ms`
+        let observers = crate::statistics::reporting(
+            &client_config.client_id,
+            client_config.statistics_interval,
+            &self.observers,
+        );
+        client_config.observers = observers.clone();
         let probe = Client::connect(client_config);
         let client = match tokio::time::timeout(self.connect_timeout, probe).await {
             Ok(Ok(client)) => client,
@@ -304,7 +310,7 @@ impl KafkaBroker {
                 eos: EosRegistry::default(),
                 closing_consumers: watch::Sender::new(0),
                 opened: std::sync::Mutex::new(Vec::new()),
-                observers: self.observers,
+                observers,
                 #[cfg(feature = "testing")]
                 in_process: link,
                 #[cfg(feature = "schema-registry")]

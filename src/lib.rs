@@ -37,6 +37,7 @@ mod redelivery;
 #[cfg(feature = "schema-registry")]
 pub mod schema_registry;
 mod seek;
+mod statistics;
 mod subscriber;
 mod subscription;
 #[cfg(feature = "testing")]

@@ -10,6 +10,7 @@ mod config;
 pub mod consumer;
 mod coordinator;
 mod error;
+mod json;
 pub mod metrics;
 mod net;
 pub mod observe;
@@ -17,6 +18,7 @@ pub mod producer;
 mod reader;
 pub mod records;
 mod security;
+pub mod statistics;
 mod topic_partition;
 mod unwind;
 
@@ -60,6 +62,7 @@ pub use security::{
     CaSource, OAuthToken, Pem, SaslConfig, SaslMechanism, Secret, SecurityConfig, SecurityProtocol,
     TlsConfig, TokenProvider,
 };
+pub use statistics::StatisticsObserver;
 
 use cluster::Connections;
 

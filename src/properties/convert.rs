@@ -37,7 +37,7 @@ use super::table::id;
 /// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
 /// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
-pub const ACTED_ON: [&str; 68] = [
+pub const ACTED_ON: [&str; 69] = [
     // ClientConfig
     "bootstrap.servers",
     "client.id",
@@ -50,6 +50,7 @@ pub const ACTED_ON: [&str; 68] = [
     "topic.metadata.refresh.interval.ms",
     "receive.message.max.bytes",
     "allow.auto.create.topics",
+    "statistics.interval.ms",
     // ClientConfig::security
     "security.protocol",
     "ssl.key.location",

@@ -24,14 +24,14 @@ use super::validate::resolve;
 ///   connection per broker with `TCP_NODELAY`, system buffer sizes and no keep-alive.
 /// - Metadata tuning (`metadata.*`, `topic.metadata.refresh.fast.*`, `...sparse`,
 ///   `...propagation.max.ms`, `topic.blacklist`): the client refreshes the topics it uses.
-/// - Logging and statistics (`debug`, `log*`, `statistics.interval.ms`, `enabled_events`):
-///   the client logs through `tracing`.
+/// - Logging (`debug`, `log*`, `enabled_events`): the client logs through `tracing`
+///   (`statistics.interval.ms` is acted on: an INFO line of statistics every interval).
 /// - Legacy, deprecated and librdkafka-internal settings, which librdkafka itself mostly ignores.
 /// - Producer and consumer details: `enable.gapless.guarantee`,
 ///   `queue.buffering.backpressure.threshold`, `delivery.report.only.error`, `queuing.strategy`,
 ///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `coordinator.query.interval.ms`,
 ///   `group.protocol.type`.
-pub const NOT_ACTED_ON: [&str; 66] = [
+pub const NOT_ACTED_ON: [&str; 65] = [
     "client.software.name",
     "client.software.version",
     "message.copy.max.bytes",
@@ -56,7 +56,6 @@ pub const NOT_ACTED_ON: [&str; 66] = [
     "connections.max.idle.ms",
     "enable.sparse.connections",
     "reconnect.backoff.jitter.ms",
-    "statistics.interval.ms",
     "enabled_events",
     "log_level",
     "log.queue",

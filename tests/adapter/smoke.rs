@@ -181,3 +181,107 @@ async fn an_observer_on_the_broker_hears_the_publishes_and_the_subscriptions_req
     drop(subscriber);
     broker.shutdown().await.expect("shutdown flushes");
 }
+
+/// What a test's own subscriber wrote, for a look at the log lines.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+        .into_owned()
+    }
+}
+
+/// `statistics.interval.ms` logs librdkafka's statistics at INFO every interval: one line per
+/// broker, JSON with its names, the records produced and consumed counted in them.
+// One thread: the subscriber that captures the lines is this thread's, and every task of the
+// broker runs on it.
+#[tokio::test(flavor = "current_thread")]
+async fn statistics_interval_logs_the_statistics_at_info() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("ruststream_kafka::statistics=info")
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _local = tracing::subscriber::set_default(subscriber);
+    let topic = live::unique("statistics");
+    live::create_topic(&topic, 2).await;
+    let broker = KafkaBroker::new([live::url()])
+        .default_group(live::unique("statistics-group"))
+        .config("statistics.interval.ms", "200")
+        .connect()
+        .await
+        .expect("connect");
+    let mut subscriber = tracked_from_the_start(&topic, &broker).await;
+    let publisher = broker.publisher(KafkaPublish::default());
+    for i in 0..5 {
+        publisher
+            .publish(
+                OutgoingMessage::new(&topic, format!("s{i}").as_bytes()),
+                None,
+            )
+            .await
+            .expect("publish");
+    }
+    let mut stream = subscriber.stream();
+    for _ in 0..5 {
+        next_in_time(&mut stream).await.ack().await.expect("ack");
+    }
+    // the next report counts all of them
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let report = loop {
+        let text = captured.text();
+        let last = text.lines().rev().find_map(|line| {
+            line.split_once("statistics=")
+                .map(|(_, json)| json.to_owned())
+        });
+        if let Some(json) = last {
+            let v: serde_json::Value = serde_json::from_str(&json).expect("the line is JSON");
+            if v["txmsgs"] == 5 && v["rxmsgs"] == 5 {
+                break v;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no report counted the 5 records within 10 s:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(report["tx"].as_u64().unwrap_or(0) > 0, "{report}");
+    assert_eq!(report["msg_cnt"], 0, "{report}");
+    let partitions = &report["topics"][&topic]["partitions"];
+    let lags: Vec<_> = ["0", "1"]
+        .iter()
+        .map(|p| partitions[*p]["consumer_lag"].clone())
+        .collect();
+    assert!(
+        lags.iter().all(|lag| *lag == 0 || *lag == -1) && lags.contains(&serde_json::json!(0)),
+        "caught up: {report}"
+    );
+    assert!(report["brokers"].as_object().is_some_and(|b| !b.is_empty()));
+    drop(stream);
+    drop(subscriber);
+    broker.shutdown().await.expect("shutdown");
+}
