@@ -37,6 +37,7 @@ mod redelivery;
 #[cfg(feature = "schema-registry")]
 pub mod schema_registry;
 mod seek;
+mod spans;
 mod statistics;
 mod subscriber;
 mod subscription;
@@ -61,6 +62,7 @@ pub use schema_registry::{
     SchemaType, SubjectStrategy,
 };
 pub use seek::{KafkaPosition, KafkaSeeker};
+pub use spans::{KafkaTraced, KafkaTracing};
 pub use subscriber::KafkaSubscriber;
 pub use subscription::{
     Assignment, Commit, KafkaPartitions, KafkaTopic, KafkaTopics, LaneKey, StartOffset,

@@ -95,6 +95,11 @@ impl KafkaSeeker {
     pub(crate) fn new(core: Arc<SubCore>) -> Self {
         Self { core }
     }
+
+    /// The subscription it seeks in.
+    pub(crate) fn core(&self) -> &SubCore {
+        &self.core
+    }
 }
 
 impl Seeker for KafkaSeeker {

@@ -14,6 +14,7 @@ mod live;
 #[path = "../support/registry.rs"]
 mod registry;
 
+mod captured;
 mod commit_semantics;
 mod conformance;
 mod delivery;
@@ -38,5 +39,6 @@ mod retries;
 mod schema_registry;
 mod settlement;
 mod smoke;
+mod spans;
 mod subscriptions;
 mod transactions;

@@ -182,50 +182,15 @@ async fn an_observer_on_the_broker_hears_the_publishes_and_the_subscriptions_req
     broker.shutdown().await.expect("shutdown flushes");
 }
 
-/// What a test's own subscriber wrote, for a look at the log lines.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(
-            &self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
-        .into_owned()
-    }
-}
-
 /// `statistics.interval.ms` logs librdkafka's statistics at INFO every interval: one line per
 /// broker, JSON with its names, the records produced and consumed counted in them.
 // One thread: the subscriber that captures the lines is this thread's, and every task of the
 // broker runs on it.
 #[tokio::test(flavor = "current_thread")]
 async fn statistics_interval_logs_the_statistics_at_info() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("ruststream_kafka::statistics=info")
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _local = tracing::subscriber::set_default(subscriber);
+    let captured = crate::captured::Captured::default();
+    let _local =
+        tracing::subscriber::set_default(captured.subscriber("ruststream_kafka::statistics=info"));
     let topic = live::unique("statistics");
     live::create_topic(&topic, 2).await;
     let broker = KafkaBroker::new([live::url()])

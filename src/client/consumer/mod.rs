@@ -350,6 +350,18 @@ impl Consumer {
 }
 
 impl ConsumerHandle {
+    /// The consumer's `group.id`, if it has one.
+    #[must_use]
+    pub fn group_id(&self) -> Option<&str> {
+        self.shared.config.group_id.as_deref()
+    }
+
+    /// Its client's `client.id`.
+    #[must_use]
+    pub fn client_id(&self) -> &str {
+        &self.shared.client.config().client_id
+    }
+
     /// Waits until the group has given this member its first assignment (possibly empty).
     ///
     /// # Cancel safety

@@ -25,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
+use tracing::Instrument as _;
 
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
@@ -673,7 +674,17 @@ impl<R: Request> InFlight<R> {
     pub async fn response(self) -> Result<R::Response> {
         let observed = self.started.map(|t| (t, self.closer.closed.clone()));
         let version = self.version;
-        let result = self.answer().await;
+        // One span per request, at DEBUG: with no subscriber enabled there, it is not built.
+        let span = tracing::debug_span!(
+            "kafka.request",
+            otel.kind = "client",
+            messaging.system = "kafka",
+            api = ?ApiKey::try_from(R::KEY).ok(),
+            api.version = version,
+            server.address = %self.closer.address,
+            correlation = self.correlation,
+        );
+        let result = self.answer().instrument(span).await;
         if let Some((started, line)) = observed {
             line.observers.emit(&Event::Request {
                 broker: line.broker(),
