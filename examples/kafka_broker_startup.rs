@@ -65,7 +65,7 @@ mod tests {
     use ruststream_kafka::prelude::*;
 
     use super::runs::fresh;
-    use super::{BoardingPass, app, broker, service};
+    use super::{BoardingPass, broker, service};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_unreachable_cluster_fails_within_the_connect_timeout() {
@@ -104,7 +104,7 @@ mod tests {
     #[cfg(feature = "testing")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_started_service_reads_what_follows_in_process() -> Result<(), Box<dyn Error>> {
-        a_started_service_reads_what_follows_body(TestApp::start(app()).await?).await
+        a_started_service_reads_what_follows_body(TestApp::start(super::app()).await?).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

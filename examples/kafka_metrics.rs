@@ -242,6 +242,10 @@ async fn embedded() -> Result<String, RunError> {
 }
 
 #[cfg(not(feature = "testing"))]
+#[allow(
+    clippy::unused_async,
+    reason = "the signature of the embedded run it stands for"
+)]
 async fn embedded() -> Result<String, RunError> {
     Err("the embedded cluster is behind the `testing` feature: \
          cargo run --features testing --example kafka_metrics (or `-- live` for a broker)"

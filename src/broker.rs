@@ -230,6 +230,23 @@ pub(crate) type Link = Option<Arc<crate::testing::link::InProcessLink>>;
 #[cfg(not(feature = "testing"))]
 pub(crate) type Link = Option<std::convert::Infallible>;
 
+/// The hand-over of a connection's transport: the in-process link's, or none.
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "without `testing` a link is a zero-sized Option; with it, an Arc"
+)]
+fn handover_of(link: &Link) -> Option<Arc<dyn crate::handover::Handover>> {
+    #[cfg(feature = "testing")]
+    return link
+        .as_ref()
+        .map(|link| Arc::clone(link) as Arc<dyn crate::handover::Handover>);
+    #[cfg(not(feature = "testing"))]
+    {
+        let _ = link;
+        None
+    }
+}
+
 impl KafkaBroker {
     /// Refuses a broker with no bootstrap server, as `connect` does before any I/O.
     pub(crate) fn check_servers(&self) -> Result<(), KafkaError> {
@@ -311,6 +328,7 @@ impl KafkaBroker {
                 closing_consumers: watch::Sender::new(0),
                 opened: std::sync::Mutex::new(Vec::new()),
                 observers,
+                handover: handover_of(&link),
                 #[cfg(feature = "testing")]
                 in_process: link,
                 #[cfg(feature = "schema-registry")]
@@ -369,6 +387,8 @@ pub(crate) struct BrokerState {
     /// The embedded cluster of an in-process connection.
     #[cfg(feature = "testing")]
     in_process: Link,
+    /// What the transport hooks into publishes and deliveries (the in-process link's count).
+    handover: Option<Arc<dyn crate::handover::Handover>>,
     /// The schema registry edges the subscriptions apply.
     #[cfg(feature = "schema-registry")]
     registry_edges: crate::schema_registry::Edges,
@@ -474,6 +494,11 @@ impl BrokerState {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// The transport's hand-over, where it promises more than Kafka (in process).
+    pub(crate) fn handover(&self) -> Option<&Arc<dyn crate::handover::Handover>> {
+        self.handover.as_ref()
     }
 
     /// The embedded cluster link of an in-process connection.

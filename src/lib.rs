@@ -25,6 +25,7 @@ mod error;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
+mod handover;
 mod message;
 #[cfg(doctest)]
 mod must_use;

@@ -66,9 +66,8 @@ impl KafkaMessage {
         if matches!(message.core.commit, Commit::Transactional(_)) {
             let _ = message.headers.set(message.build_headers());
         }
-        #[cfg(feature = "testing")]
-        if let Some(link) = message.core.tap.link() {
-            link.delivery_opened();
+        if let Some(handover) = message.core.state.handover() {
+            handover.delivery_opened();
         }
         message
     }
@@ -185,11 +184,11 @@ impl KafkaMessage {
     }
 }
 
-#[cfg(feature = "testing")]
+/// Where the transport counts deliveries alive (in process), a dropped one is no longer.
 impl Drop for KafkaMessage {
     fn drop(&mut self) {
-        if let Some(link) = self.core.tap.link() {
-            link.delivery_closed();
+        if let Some(handover) = self.core.state.handover() {
+            handover.delivery_closed();
         }
     }
 }

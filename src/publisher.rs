@@ -170,36 +170,16 @@ impl Publisher for KafkaPublisher {
     }
 }
 
-/// In process, marks a publish under way for as long as the value lives (see
-/// `InProcessLink::publishing`); nothing on a live connection.
-#[cfg(feature = "testing")]
-pub(crate) fn under_way(state: &BrokerState) -> Option<crate::testing::link::Publishing> {
-    state
-        .in_process()
-        .map(crate::testing::link::InProcessLink::publishing)
+/// Marks a publish under way for as long as the value lives, where the transport counts
+/// publishes (in process); nothing on a live connection.
+pub(crate) fn under_way(state: &BrokerState) -> Option<crate::handover::Mark> {
+    crate::handover::publishing(state.handover())
 }
 
-/// Nothing to mark without the in-process transport.
-#[cfg(not(feature = "testing"))]
-pub(crate) fn under_way(_state: &BrokerState) -> NothingUnderWay {
-    NothingUnderWay
-}
-
-/// What [`under_way`] gives without the in-process transport.
-#[cfg(not(feature = "testing"))]
-pub(crate) struct NothingUnderWay;
-
-/// In process, waits until the subscriptions of this connection hold the delivered record
-/// ready (see `InProcessLink::handed_over`); nothing on a live connection.
-#[cfg_attr(not(feature = "testing"), allow(clippy::unused_async))]
+/// Waits until the subscriptions of this connection hold the delivered record ready, where
+/// the transport promises it (in process); nothing on a live connection.
 pub(crate) async fn hand_over(state: &BrokerState, report: &RecordMetadata) {
-    #[cfg(feature = "testing")]
-    if let Some(link) = state.in_process() {
-        link.handed_over(Some((&report.topic, report.partition)))
-            .await;
-    }
-    #[cfg(not(feature = "testing"))]
-    let _ = (state, report);
+    crate::handover::handed_over(state.handover(), Some((&report.topic, report.partition))).await;
 }
 
 /// Sends `record` and waits for its delivery report.

@@ -430,10 +430,7 @@ impl TransactionalPublisher for KafkaTransactionalPublisher {
         })
         .await?;
         // In process, committed records are ready for `read_committed` readers at once.
-        #[cfg(feature = "testing")]
-        if let Some(link) = state.in_process() {
-            link.handed_over(None).await;
-        }
+        crate::handover::handed_over(state.handover(), None).await;
         Ok(())
     }
 

@@ -406,6 +406,24 @@ impl Drop for Publishing {
     }
 }
 
+impl crate::handover::Handover for InProcessLink {
+    fn publishing(self: Arc<Self>) -> crate::handover::Mark {
+        Box::new(InProcessLink::publishing(&self))
+    }
+
+    fn handed_over<'a>(&'a self, only: Option<(&'a str, i32)>) -> crate::handover::Wait<'a> {
+        Box::pin(InProcessLink::handed_over(self, only))
+    }
+
+    fn delivery_opened(&self) {
+        InProcessLink::delivery_opened(self);
+    }
+
+    fn delivery_closed(&self) {
+        InProcessLink::delivery_closed(self);
+    }
+}
+
 /// In process, a new subscription first lets the subscriptions dropped before it finish
 /// closing (bounded): a member that left is out of its group before the next one joins, as
 /// with the librdkafka adapter's in-process transport, where a close is immediate.
