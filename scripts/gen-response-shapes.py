@@ -296,7 +296,7 @@ class Generator:
             "//! `f` is a field, `a` an array field, `.n(..)` its nullable versions, `.t(tag, ..)`\n"
             "//! its tagged versions; `X` stands for \"and every later version\".\n"
             "\n"
-            "use super::shape_check::{Message, Struct, Ty as T, X, a, f, m};\n"
+            "use super::shape::{Message, Struct, Ty as T, X, a, f, m};\n"
             "\n"
             + (
                 "/// The shape of the response to `api_key`, if Kafka defines one.\n"

@@ -13,7 +13,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::client::coordinator::CoordinatorKind;
 use crate::client::error::{Error, Result};
-use crate::client::reader::IsolationLevel;
+use crate::client::isolation::IsolationLevel;
 use crate::client::{Client, Metadata};
 
 const CREATE_TOPICS_VERSIONS: VersionRange = VersionRange { min: 2, max: 7 };

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::client::error::{Error, Result};
-use crate::client::producer::Partitioner;
+use crate::client::producer::partitioner::Partitioner;
 use crate::client::records::Codec;
 use crate::client::security::{SaslConfig, SaslMechanism, SecurityConfig};
 

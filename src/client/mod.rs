@@ -10,6 +10,7 @@ mod config;
 pub mod consumer;
 mod coordinator;
 mod error;
+mod isolation;
 mod json;
 pub mod metrics;
 mod net;
@@ -42,6 +43,7 @@ pub use consumer::{
 };
 pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
+pub use isolation::IsolationLevel;
 pub use metrics::MetricsObserver;
 #[cfg(feature = "testing")]
 pub(crate) use net::check_request;
@@ -56,7 +58,7 @@ pub use producer::{
     DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, TransactionError,
     TransactionErrorKind, TransactionProtocol, TransactionalProducer,
 };
-pub use reader::{FetchedPartition, IsolationLevel, PartitionReader};
+pub use reader::{FetchedPartition, PartitionReader};
 pub use records::{Codec, Header, Record};
 pub use security::{
     CaSource, OAuthToken, Pem, SaslConfig, SaslMechanism, Secret, SecurityConfig, SecurityProtocol,

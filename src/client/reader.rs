@@ -15,20 +15,11 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 use crate::client::Client;
 use crate::client::consumer::{Budget, decode_partition};
 use crate::client::error::{Error, Result};
+use crate::client::isolation::IsolationLevel;
 use crate::client::records::Record;
 
 /// Fetch versions with topic names (v13 moved to topic ids).
 const FETCH_VERSIONS: VersionRange = VersionRange { min: 4, max: 12 };
-
-/// `isolation.level`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IsolationLevel {
-    /// Every record, including those of open and aborted transactions.
-    ReadUncommitted,
-    /// Only committed records, up to the last stable offset (librdkafka's default).
-    #[default]
-    ReadCommitted,
-}
 
 /// What one fetch of a partition returned.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::client::error::{Error, Result};
-use crate::client::reader::IsolationLevel;
+use crate::client::isolation::IsolationLevel;
 
 /// `auto.offset.reset`: where to start when there is no committed offset, or when the
 /// position fell out of the log.

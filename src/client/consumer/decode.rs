@@ -11,7 +11,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::AbortedTransaction;
 
 use crate::client::error::Error;
-use crate::client::reader::IsolationLevel;
+use crate::client::isolation::IsolationLevel;
 use crate::client::records::{Record, RecordBatches};
 
 /// What a record set held at or after the offset asked for.

@@ -30,8 +30,8 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::task::{Id, JoinError, JoinSet};
 
 use crate::client::error::{Error, Result};
+use crate::client::isolation::IsolationLevel;
 use crate::client::observe::{Event as Observed, Interest};
-use crate::client::reader::IsolationLevel;
 
 use super::config::CorruptBatch;
 use super::decode::{Budget, Corrupt, Decoded, decode_partition};

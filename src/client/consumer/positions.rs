@@ -11,7 +11,7 @@ use kafka_protocol::error::ResponseError;
 
 use crate::client::admin::{Admin, OffsetSpec};
 use crate::client::error::{Error, Result};
-use crate::client::reader::IsolationLevel;
+use crate::client::isolation::IsolationLevel;
 use crate::client::unwind::unwound;
 
 use super::{LateTopicStart, OffsetReset, Shared, StartAt, TopicPartition};

@@ -562,6 +562,21 @@ impl Link {
     }
 }
 
+impl super::sasl::Exchange for Link {
+    fn address(&self) -> &str {
+        Link::address(self)
+    }
+
+    fn call<R: Request + Sync>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<R::Response>> + Send {
+        Link::call(self, request, version, timeout)
+    }
+}
+
 /// Re-authenticates (KIP-368) at 85 to 95 % of each session lifetime, as Kafka's clients do,
 /// until the connection closes. A failure closes the connection: the broker would close it at
 /// the session's end anyway, and a fresh dial authenticates from scratch.

@@ -6,6 +6,7 @@ pub mod memory;
 #[cfg(any(test, feature = "testing"))]
 mod request_shapes;
 mod sasl;
+mod shape;
 mod shape_check;
 mod shapes;
 #[cfg(feature = "ssl")]

@@ -7,7 +7,7 @@
 //! `f` is a field, `a` an array field, `.n(..)` its nullable versions, `.t(tag, ..)`
 //! its tagged versions; `X` stands for "and every later version".
 
-use super::shape_check::{Message, Struct, Ty as T, X, a, f, m};
+use super::shape::{Message, Struct, Ty as T, X, a, f, m};
 
 /// The shape of the response to `api_key`, if Kafka defines one.
 #[allow(clippy::too_many_lines)]

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use super::transaction::TxnState;
+use super::transaction::state::TxnState;
 use super::{DeliveryFuture, ProducerRecord, RecordMetadata};
 use crate::client::Client;
 use crate::client::config::ProducerConfig;

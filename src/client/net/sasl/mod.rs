@@ -16,11 +16,10 @@ use bytes::Bytes;
 use kafka_protocol::messages::{
     ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
 };
-use kafka_protocol::protocol::{StrBytes, VersionRange};
+use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
 pub use oauthbearer::unsecured_jwt_provider;
 
-use super::connection::Link;
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
 use crate::client::security::{SaslConfig, SaslMechanism};
@@ -37,7 +36,22 @@ pub(super) fn count_reauthentication() {
     REAUTHENTICATIONS.fetch_add(1, Ordering::Relaxed);
 }
 
-fn refused(link: &Link, reason: impl Into<String>) -> Error {
+/// What an authentication needs of its connection: the broker's address and a request's round
+/// trip. The connection implements it; the exchange here does not know the connection.
+pub(super) trait Exchange: Sync {
+    /// The broker's address.
+    fn address(&self) -> &str;
+
+    /// Sends `request` and waits for its answer.
+    fn call<R: Request + Sync>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<R::Response>> + Send;
+}
+
+fn refused(link: &impl Exchange, reason: impl Into<String>) -> Error {
     Error::Authentication {
         broker: link.address().to_owned(),
         reason: reason.into(),
@@ -45,7 +59,7 @@ fn refused(link: &Link, reason: impl Into<String>) -> Error {
 }
 
 /// Turns a `SaslAuthenticate` answer with an error code into the failure it describes.
-fn check(link: &Link, response: &SaslAuthenticateResponse) -> Result<()> {
+fn check(link: &impl Exchange, response: &SaslAuthenticateResponse) -> Result<()> {
     if response.error_code == 0 {
         return Ok(());
     }
@@ -60,7 +74,7 @@ fn check(link: &Link, response: &SaslAuthenticateResponse) -> Result<()> {
 }
 
 async fn step(
-    link: &Link,
+    link: &impl Exchange,
     version: i16,
     timeout: Duration,
     bytes: Vec<u8>,
@@ -72,7 +86,7 @@ async fn step(
 /// Authenticates the connection behind `link` with `config`; the answer is the session
 /// lifetime the broker gave (`None`: no re-authentication needed).
 pub(super) async fn authenticate(
-    link: &Link,
+    link: &impl Exchange,
     config: &SaslConfig,
     versions: &ApiVersions,
     timeout: Duration,

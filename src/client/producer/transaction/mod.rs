@@ -24,7 +24,7 @@
 mod error;
 mod protocol;
 mod requests;
-mod state;
+pub(super) mod state;
 
 use std::sync::Arc;
 use std::time::Duration;
