@@ -33,6 +33,10 @@ pub(crate) trait Handover: Send + Sync + 'static {
 
     /// A delivery was dropped (settled, refused or abandoned).
     fn delivery_closed(&self);
+
+    /// What a subscription holds changed (it was repositioned, or it closed): the transport
+    /// counts again what its subscriptions owe.
+    fn recount(&self);
 }
 
 /// Waits for `handover`'s hand-over of a publish, if there is one.

@@ -188,9 +188,8 @@ impl Drop for SubCore {
     fn drop(&mut self) {
         self.closing.send_replace(true);
         // What this subscription was owed is owed no more (unless its group has other members).
-        #[cfg(feature = "testing")]
-        if let Some(link) = self.tap.link() {
-            link.recount();
+        if let Some(handover) = self.state.handover() {
+            handover.recount();
         }
         let mut life = lock(&self.life);
         life.core_dropped = true;
@@ -234,10 +233,7 @@ impl SubCore {
             ))
         })??;
         // In process, the records from the new position are ready when the seek returns.
-        #[cfg(feature = "testing")]
-        if let Some(link) = self.tap.link() {
-            link.handed_over(None).await;
-        }
+        crate::handover::handed_over(self.state.handover(), None).await;
         Ok(())
     }
 
@@ -307,8 +303,9 @@ impl SubCore {
         if let Some(group) = &self.eos {
             group.repositioned.notify_waiters();
         }
-        #[cfg(feature = "testing")]
-        self.tap.recount();
+        if let Some(handover) = self.state.handover() {
+            handover.recount();
+        }
     }
 
     /// Every assigned partition with the next offset this subscription hands its handler,
@@ -876,20 +873,14 @@ async fn fence_earlier_pipeline(state: &Arc<BrokerState>, plan: &Plan) {
     }
 }
 
-/// How much the subscription's own queue holds before the pump pauses fetching: half of
-/// librdkafka's `queued.max.messages.kbytes` (at least 1 MiB) and `queued.min.messages`.
 /// In process, what the log already holds for a new subscription is ready when `subscribe`
 /// returns; nothing to wait for on a live connection.
-#[cfg_attr(not(feature = "testing"), allow(clippy::unused_async))]
 async fn hand_over_backlog(core: &SubCore) {
-    #[cfg(feature = "testing")]
-    if let Some(link) = core.tap.link() {
-        link.handed_over(None).await;
-    }
-    #[cfg(not(feature = "testing"))]
-    let _ = core;
+    crate::handover::handed_over(core.state.handover(), None).await;
 }
 
+/// How much the subscription's own queue holds before the pump pauses fetching: half of
+/// librdkafka's `queued.max.messages.kbytes` (at least 1 MiB) and `queued.min.messages`.
 fn queue_limits(config: &crate::client::ConsumerConfig) -> (usize, usize) {
     (
         (config.queued_max_bytes / 2).max(1 << 20),

@@ -101,7 +101,8 @@
 
 use super::error::PropertyError;
 use super::property::Clients;
-use super::settings::{Setting, Settings};
+use super::setting::Setting;
+use super::settings::Settings;
 use super::table::{PROPERTIES, id};
 
 /// The client a configuration is finalized for.

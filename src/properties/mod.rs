@@ -36,6 +36,7 @@ mod error;
 mod finalize;
 mod not_acted_on;
 mod property;
+mod setting;
 mod settings;
 mod table;
 mod validate;
@@ -52,7 +53,8 @@ pub use property::{Clients, EnumValue, Flag, Gate, Importance, Kind, Property, S
 pub use table::PROPERTIES;
 
 use finalize::ClientKind;
-use settings::{Setting, Settings};
+use setting::Setting;
+use settings::Settings;
 use table::id;
 
 /// The keys whose values `Debug` prints as `[redacted]`: exact, case-sensitive matches.

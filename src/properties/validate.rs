@@ -35,7 +35,7 @@
 use super::cnum;
 use super::error::PropertyError;
 use super::property::{EnumValue, Flag, Kind, Property, StrCheck};
-use super::settings::Setting;
+use super::setting::Setting;
 use super::table::{global_index, topic_index};
 
 /// The index in [`PROPERTIES`] of the property `key` sets, or the name librdkafka's

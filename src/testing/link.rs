@@ -422,6 +422,10 @@ impl crate::handover::Handover for InProcessLink {
     fn delivery_closed(&self) {
         InProcessLink::delivery_closed(self);
     }
+
+    fn recount(&self) {
+        InProcessLink::recount(self);
+    }
 }
 
 /// In process, a new subscription first lets the subscriptions dropped before it finish

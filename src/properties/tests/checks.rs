@@ -4,7 +4,8 @@ use super::{consumer_refusal, producer_refusal, props};
 use crate::properties::PropertyError;
 use crate::properties::Value;
 use crate::properties::finalize::{self, ClientKind};
-use crate::properties::settings::{Setting, Settings};
+use crate::properties::setting::Setting;
+use crate::properties::settings::Settings;
 use crate::properties::table::id;
 
 fn consumer_value(pairs: &[(&str, &str)], key: &str) -> String {
