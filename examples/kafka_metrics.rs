@@ -165,6 +165,16 @@ fn missing(exposition: &str, published: usize) -> Vec<String> {
             ));
         }
     }
+    let settled = sample(
+        exposition,
+        "kafka_consumer_settled_total",
+        &[("topic", ORDERS), ("outcome", "acked")],
+    );
+    if settled.is_none_or(|n| n < f64::from(u32::try_from(published).unwrap_or(u32::MAX))) {
+        missing.push(format!(
+            "kafka_consumer_settled_total{{topic={ORDERS:?},outcome=\"acked\"}} >= {published} (is {settled:?})"
+        ));
+    }
     if sample(exposition, "kafka_consumer_assigned_partitions", &[]).is_none_or(|n| n < 1.0) {
         missing.push("kafka_consumer_assigned_partitions >= 1".into());
     }

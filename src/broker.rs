@@ -496,6 +496,11 @@ impl BrokerState {
             .clone()
     }
 
+    /// The observers every client of this broker reports to (the adapter's events too).
+    pub(crate) fn observers(&self) -> &Observers {
+        &self.observers
+    }
+
     /// The transport's hand-over, where it promises more than Kafka (in process).
     pub(crate) fn handover(&self) -> Option<&Arc<dyn crate::handover::Handover>> {
         self.handover.as_ref()

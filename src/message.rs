@@ -13,6 +13,7 @@ use bytes::Bytes;
 use ruststream::{AckError, HeaderMap, IncomingMessage, Partitioned, Positioned, Str};
 
 use crate::client::Record;
+use crate::client::observe::{Event, Interest, Settlement};
 use crate::eos::{EOS_SOURCE_HEADER, source_header_value};
 use crate::seek::KafkaPosition;
 use crate::subscriber::{Partition, SubCore};
@@ -68,6 +69,14 @@ impl KafkaMessage {
         }
         if let Some(handover) = message.core.state.handover() {
             handover.delivery_opened();
+        }
+        let observers = message.core.state.observers();
+        if observers.wants(Interest::DELIVERY) {
+            observers.emit(&Event::Delivered {
+                topic: message.topic(),
+                partition: message.partition(),
+                offset: message.offset(),
+            });
         }
         message
     }
@@ -155,6 +164,20 @@ impl KafkaMessage {
         map
     }
 
+    /// Tells the observers that ask how this delivery was settled.
+    fn report(&self, outcome: Settlement, settled: &Result<(), AckError>) {
+        if self.core.state.observers().wants(Interest::DELIVERY) {
+            report_settled(
+                &self.core,
+                self.topic(),
+                self.partition(),
+                self.offset(),
+                outcome,
+                settled,
+            );
+        }
+    }
+
     /// Settles this delivery in the tracked watermark, storing the position when it moved.
     fn settle(&self) -> Result<(), AckError> {
         let stored = self
@@ -213,10 +236,12 @@ impl IncomingMessage for KafkaMessage {
     /// `Commit::Tracked` it settles the delivery and stores the watermark; under
     /// `Commit::Transactional` it settles for the exactly-once window. Ready at once.
     fn ack(self) -> impl Future<Output = Result<(), AckError>> + Send {
-        ready(match self.core.commit {
+        let settled = match self.core.commit {
             Commit::Auto => Ok(()),
             Commit::Tracked | Commit::Transactional(_) => self.settle(),
-        })
+        };
+        self.report(Settlement::Acked, &settled);
+        ready(settled)
     }
 
     /// `nack(false)` settles like `ack`. `nack(true)`: unsupported under `Commit::Auto`;
@@ -225,7 +250,19 @@ impl IncomingMessage for KafkaMessage {
     /// happens here: the open window cannot settle, aborts, and its replay brings the record
     /// back. Ready at once.
     fn nack(self, requeue: bool) -> impl Future<Output = Result<(), AckError>> + Send {
-        ready(match (&self.core.commit, requeue) {
+        let outcome = if requeue {
+            Settlement::Requeued
+        } else {
+            Settlement::Rejected
+        };
+        // Told before the settlement: a requeue hands the delivery itself back.
+        let reporting = self
+            .core
+            .state
+            .observers()
+            .wants(Interest::DELIVERY)
+            .then(|| (Arc::clone(&self.core), self.part.tp.clone(), self.offset()));
+        let settled = match (&self.core.commit, requeue) {
             // Under Transactional a requeue is the open window's business: it aborts, and its
             // replay brings the record back.
             (Commit::Auto, false) | (Commit::Transactional(_), true) => Ok(()),
@@ -236,8 +273,29 @@ impl IncomingMessage for KafkaMessage {
                 core.requeue(self);
                 Ok(())
             }
-        })
+        };
+        if let Some((core, tp, offset)) = reporting {
+            report_settled(&core, &tp.topic, tp.partition, offset, outcome, &settled);
+        }
+        ready(settled)
     }
+}
+
+fn report_settled(
+    core: &SubCore,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    outcome: Settlement,
+    settled: &Result<(), AckError>,
+) {
+    core.state.observers().emit(&Event::Settled {
+        topic,
+        partition,
+        offset,
+        outcome,
+        accepted: settled.is_ok(),
+    });
 }
 
 impl Positioned for KafkaMessage {

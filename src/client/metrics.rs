@@ -21,7 +21,9 @@ use metrics::{
 };
 
 use crate::client::Error;
-use crate::client::observe::{Event, Interest, Observer, PartitionChange, RequestOutcome};
+use crate::client::observe::{
+    Event, Interest, Observer, PartitionChange, RequestOutcome, Settlement,
+};
 
 /// Records the client's events as metrics through the [`metrics`] facade.
 ///
@@ -55,6 +57,8 @@ use crate::client::observe::{Event, Interest, Observer, PartitionChange, Request
 /// | `kafka_consumer_assigned_partitions` | gauge | `group` | partitions owned now |
 /// | `kafka_consumer_commit_duration_seconds` | histogram | `group` | commit to answer, retries included |
 /// | `kafka_consumer_commit_failures_total` | counter | `group`, `error` | commits that failed |
+/// | `kafka_consumer_delivered_total` | counter | `topic` | records handed to handlers |
+/// | `kafka_consumer_settled_total` | counter | `topic`, `outcome` | settlements: `acked`, `rejected`, `requeued`, `refused` (not taken) |
 ///
 /// The queue gauges are sampled every `statistics.interval.ms` (every second when it is 0). A
 /// partition's lag changes when a fetch answer names the partition; once the partition moves
@@ -101,6 +105,11 @@ fn describe() {
         "kafka_client_request_failures_total",
         "Requests that got no answer"
     );
+    describe_producer();
+    describe_consumer();
+}
+
+fn describe_producer() {
     describe_counter!(
         "kafka_producer_records_total",
         "Records the brokers acknowledged"
@@ -141,6 +150,9 @@ fn describe() {
         "kafka_producer_requests_in_flight",
         "Produce requests awaiting an answer"
     );
+}
+
+fn describe_consumer() {
     describe_counter!(
         "kafka_consumer_records_total",
         "Records fetched for the consumer"
@@ -175,6 +187,14 @@ fn describe() {
         "kafka_consumer_commit_failures_total",
         "Offset commits that failed"
     );
+    describe_counter!(
+        "kafka_consumer_delivered_total",
+        "Records handed to handlers"
+    );
+    describe_counter!(
+        "kafka_consumer_settled_total",
+        "Deliveries the handlers settled, by outcome"
+    );
 }
 
 impl Observer for MetricsObserver {
@@ -186,6 +206,7 @@ impl Observer for MetricsObserver {
         match event.interest() {
             Interest::CONNECTIONS | Interest::REQUESTS => connections(event),
             Interest::PRODUCE | Interest::STATISTICS => produce(event),
+            Interest::DELIVERY => delivery(event),
             _ => consume(event),
         }
     }
@@ -296,6 +317,35 @@ fn produce(event: &Event<'_>) {
                 .set(as_f64(bytes));
             gauge!("kafka_producer_requests_in_flight", "client_id" => client_id.to_owned())
                 .set(as_f64(requests_in_flight));
+        }
+        _ => {}
+    }
+}
+
+/// The adapter's deliveries and their settlements.
+fn delivery(event: &Event<'_>) {
+    match *event {
+        Event::Delivered { topic, .. } => {
+            counter!("kafka_consumer_delivered_total", "topic" => topic.to_owned()).increment(1);
+        }
+        Event::Settled {
+            topic,
+            outcome,
+            accepted,
+            ..
+        } => {
+            let outcome = match (accepted, outcome) {
+                (false, _) => "refused",
+                (true, Settlement::Acked) => "acked",
+                (true, Settlement::Rejected) => "rejected",
+                (true, Settlement::Requeued) => "requeued",
+            };
+            counter!(
+                "kafka_consumer_settled_total",
+                "topic" => topic.to_owned(),
+                "outcome" => outcome
+            )
+            .increment(1);
         }
         _ => {}
     }

@@ -53,7 +53,7 @@ pub use net::{
 };
 #[cfg(feature = "ssl")]
 pub use net::{TlsConnector, crypto_provider};
-pub use observe::{Event, Interest, Observer, Observers, PartitionChange};
+pub use observe::{Event, Interest, Observer, Observers, PartitionChange, Settlement};
 pub use producer::{
     DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, TransactionError,
     TransactionErrorKind, TransactionProtocol, TransactionalProducer,

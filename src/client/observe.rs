@@ -42,6 +42,9 @@ impl Interest {
     /// Periodic snapshots of a producer's queue ([`Event::ProducerQueue`]), every
     /// `statistics.interval.ms` (every second when that is 0).
     pub const STATISTICS: Interest = Interest(1 << 5);
+    /// Each record handed to a handler, and how the handler settled it (the adapter's
+    /// subscriptions; one event per record, so built only when asked for).
+    pub const DELIVERY: Interest = Interest(1 << 6);
     /// Every family, those added later included.
     pub const ALL: Interest = Interest(u32::MAX);
 
@@ -78,6 +81,7 @@ impl fmt::Debug for Interest {
             (Interest::FETCH, "FETCH"),
             (Interest::GROUP, "GROUP"),
             (Interest::STATISTICS, "STATISTICS"),
+            (Interest::DELIVERY, "DELIVERY"),
         ]
         .into_iter()
         .filter(|(i, _)| self.contains(*i))
@@ -116,6 +120,17 @@ pub enum PartitionChange {
     /// The membership ended without a handover (a session expired, the member was fenced):
     /// another member may own them already, so nothing was committed.
     Lost,
+}
+
+/// How a handler settled a delivered record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settlement {
+    /// `ack`: handled.
+    Acked,
+    /// `nack(false)`: refused for good; it counts as settled.
+    Rejected,
+    /// `nack(true)`: to be delivered again.
+    Requeued,
 }
 
 /// Something the client did or saw.
@@ -251,6 +266,29 @@ pub enum Event<'a> {
         /// Produce requests sent and not yet answered.
         requests_in_flight: usize,
     },
+    /// A subscription handed a record to its handler.
+    Delivered {
+        /// Its topic.
+        topic: &'a str,
+        /// Its partition.
+        partition: i32,
+        /// Its offset.
+        offset: i64,
+    },
+    /// A handler settled a delivered record.
+    Settled {
+        /// Its topic.
+        topic: &'a str,
+        /// Its partition.
+        partition: i32,
+        /// Its offset.
+        offset: i64,
+        /// How.
+        outcome: Settlement,
+        /// Whether the subscription took the settlement (a requeue under `Commit::Auto`, or
+        /// a store after the partition left, is refused).
+        accepted: bool,
+    },
     /// An offset commit came back.
     Commit {
         /// The group.
@@ -280,6 +318,7 @@ impl Event<'_> {
             Event::Fetched { .. } => Interest::FETCH,
             Event::Rebalance { .. } | Event::Commit { .. } => Interest::GROUP,
             Event::ProducerQueue { .. } => Interest::STATISTICS,
+            Event::Delivered { .. } | Event::Settled { .. } => Interest::DELIVERY,
         }
     }
 }
@@ -287,7 +326,9 @@ impl Event<'_> {
 /// One listener to the client's events.
 ///
 /// It is called synchronously where the event happens, from any task and thread at once, so
-/// it must be cheap and must not block: a slow observer slows the client.
+/// it must be cheap and must not block: a slow observer slows the client. It must not call
+/// back into the client that reports to it: some events are told under the lock of the state
+/// they describe (the producer's batches), and a call that takes that lock would wait forever.
 pub trait Observer: Send + Sync + 'static {
     /// The families it wants; asked once, when it is registered.
     fn interest(&self) -> Interest {

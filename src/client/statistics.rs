@@ -330,7 +330,13 @@ fn string(out: &mut String, s: &str) {
 
 impl Observer for StatisticsObserver {
     fn interest(&self) -> Interest {
-        Interest::ALL
+        // not the per-record deliveries: librdkafka's statistics have no such figure
+        Interest::CONNECTIONS
+            | Interest::REQUESTS
+            | Interest::PRODUCE
+            | Interest::FETCH
+            | Interest::GROUP
+            | Interest::STATISTICS
     }
 
     fn on_event(&self, event: &Event<'_>) {
@@ -422,7 +428,10 @@ impl Observer for StatisticsObserver {
                     g.commit_errors += 1;
                 }
             }
-            Event::BatchFailed { .. } | Event::ProducerFatal { .. } => {}
+            Event::BatchFailed { .. }
+            | Event::ProducerFatal { .. }
+            | Event::Delivered { .. }
+            | Event::Settled { .. } => {}
         }
     }
 }

@@ -81,6 +81,8 @@ struct Counts {
     records_written: std::sync::atomic::AtomicUsize,
     records_fetched: std::sync::atomic::AtomicUsize,
     assigned: std::sync::atomic::AtomicUsize,
+    delivered: std::sync::atomic::AtomicUsize,
+    acked: std::sync::atomic::AtomicUsize,
 }
 
 /// The observer the broker holds, sharing its counts with the test.
@@ -121,6 +123,16 @@ impl ruststream_kafka::client::Observer for Observed {
                 ..
             } => {
                 self.0.assigned.fetch_add(partitions.len(), Relaxed);
+            }
+            Event::Delivered { .. } => {
+                self.0.delivered.fetch_add(1, Relaxed);
+            }
+            Event::Settled {
+                outcome: ruststream_kafka::client::Settlement::Acked,
+                accepted: true,
+                ..
+            } => {
+                self.0.acked.fetch_add(1, Relaxed);
             }
             _ => {}
         }
@@ -177,6 +189,8 @@ async fn an_observer_on_the_broker_hears_the_publishes_and_the_subscriptions_req
         2,
         "the group gave the subscription both partitions"
     );
+    assert_eq!(counts.delivered.load(Relaxed), 1, "the record, handed out");
+    assert_eq!(counts.acked.load(Relaxed), 1, "its ack, taken");
     drop(stream);
     drop(subscriber);
     broker.shutdown().await.expect("shutdown flushes");
