@@ -510,19 +510,14 @@ async fn commit_while_the_coordinator_dies(client: &Client, end_txn_in_flight: b
     let topic = unique_topic("txn-failover");
     create_topic(client, &topic, 6).await;
     let id = unique_topic("txn-failover");
-    let producer = match TransactionalProducer::new(
-        client.clone(),
-        ProducerConfig {
-            linger: Duration::from_millis(5),
-            ..ProducerConfig::transactional(&id)
-        },
-    ) {
-        Ok(p) => p,
-        Err(e) => panic!("{e}"),
-    };
-    if let Err(e) = producer.init().await {
-        panic!("init: {e}");
-    }
+    let producer = initialized(client, &id).await;
+    // The markers need 2 of 3 in sync once a node dies (see `wait_until_fully_replicated`).
+    wait_until_fully_replicated(
+        client,
+        &[&topic, "__transaction_state"],
+        Duration::from_mins(2),
+    )
+    .await;
     let coordinator = match client.coordinator(CoordinatorKind::Transaction, &id).await {
         Ok(n) => n,
         Err(e) => panic!("{e}"),
@@ -680,6 +675,63 @@ async fn partition_now(
             .get(topic)
             .and_then(|t| t.partitions.first().cloned())
     })
+}
+
+/// A transactional producer of `id` (5 ms linger), initialized.
+async fn initialized(client: &Client, id: &str) -> TransactionalProducer {
+    let producer = match TransactionalProducer::new(
+        client.clone(),
+        ProducerConfig {
+            linger: Duration::from_millis(5),
+            ..ProducerConfig::transactional(id)
+        },
+    ) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    if let Err(e) = producer.init().await {
+        panic!("init: {e}");
+    }
+    producer
+}
+
+/// Waits up to `limit` until every partition of each of `topics` has a leader and every replica
+/// in sync. A test that then takes one node of three leaves two in sync, enough for
+/// `min.insync.replicas` 2: without the wait, a node an earlier fault restarted may still be
+/// catching up, and a transaction's markers then cannot be written until the killed node is
+/// back, which the test only does once the commit has an outcome.
+async fn wait_until_fully_replicated(client: &Client, topics: &[&str], limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let _ = client.refresh_metadata(topics).await;
+        let lagging: Vec<String> = client.with_metadata(|m| {
+            topics
+                .iter()
+                .flat_map(|topic| match m.topics.get(*topic) {
+                    Some(info) if !info.partitions.is_empty() => info
+                        .partitions
+                        .iter()
+                        .filter(|p| p.leader < 0 || p.isr.len() < p.replicas.len())
+                        .map(|p| {
+                            format!(
+                                "{topic}-{} isr {:?} of {:?}",
+                                p.partition, p.isr, p.replicas
+                            )
+                        })
+                        .collect::<Vec<_>>(),
+                    _ => vec![format!("{topic}: no partitions known")],
+                })
+                .collect()
+        });
+        if lagging.is_empty() {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not fully replicated within {limit:?}: {lagging:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
 
 /// Waits up to `limit` for partition 0 of `topic` to satisfy `done`.
