@@ -230,23 +230,6 @@ pub(crate) type Link = Option<Arc<crate::testing::link::InProcessLink>>;
 #[cfg(not(feature = "testing"))]
 pub(crate) type Link = Option<std::convert::Infallible>;
 
-/// The hand-over of a connection's transport: the in-process link's, or none.
-#[allow(
-    clippy::trivially_copy_pass_by_ref,
-    reason = "without `testing` a link is a zero-sized Option; with it, an Arc"
-)]
-fn handover_of(link: &Link) -> Option<Arc<dyn crate::handover::Handover>> {
-    #[cfg(feature = "testing")]
-    return link
-        .as_ref()
-        .map(|link| Arc::clone(link) as Arc<dyn crate::handover::Handover>);
-    #[cfg(not(feature = "testing"))]
-    {
-        let _ = link;
-        None
-    }
-}
-
 impl KafkaBroker {
     /// Refuses a broker with no bootstrap server, as `connect` does before any I/O.
     pub(crate) fn check_servers(&self) -> Result<(), KafkaError> {
@@ -328,7 +311,7 @@ impl KafkaBroker {
                 closing_consumers: watch::Sender::new(0),
                 opened: std::sync::Mutex::new(Vec::new()),
                 observers,
-                handover: handover_of(&link),
+                handover: link.as_ref().map(crate::handover::Transport::handover),
                 #[cfg(feature = "testing")]
                 in_process: link,
                 #[cfg(feature = "schema-registry")]

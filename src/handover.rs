@@ -39,6 +39,20 @@ pub(crate) trait Handover: Send + Sync + 'static {
     fn recount(&self);
 }
 
+/// A connection's in-process arm, as the hand-over it brings: the in-process link of
+/// `testing`, or (without that feature) a type with no value at all.
+pub(crate) trait Transport {
+    /// The hand-over this transport hooks into the broker.
+    fn handover(&self) -> Arc<dyn Handover>;
+}
+
+/// Without `testing` there is no in-process arm: a link is never there.
+impl Transport for std::convert::Infallible {
+    fn handover(&self) -> Arc<dyn Handover> {
+        match *self {}
+    }
+}
+
 /// Waits for `handover`'s hand-over of a publish, if there is one.
 pub(crate) async fn handed_over(handover: Option<&Arc<dyn Handover>>, only: Option<(&str, i32)>) {
     if let Some(handover) = handover {

@@ -406,6 +406,12 @@ impl Drop for Publishing {
     }
 }
 
+impl crate::handover::Transport for Arc<InProcessLink> {
+    fn handover(&self) -> Arc<dyn crate::handover::Handover> {
+        Arc::clone(self) as Arc<dyn crate::handover::Handover>
+    }
+}
+
 impl crate::handover::Handover for InProcessLink {
     fn publishing(self: Arc<Self>) -> crate::handover::Mark {
         Box::new(InProcessLink::publishing(&self))
