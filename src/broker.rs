@@ -621,6 +621,7 @@ impl ConnectedBroker for ConnectedKafkaBroker {
         // until their session times out.
         let mut closing = state.closing_consumers.subscribe();
         let _ = tokio::time::timeout(state.flush_timeout, closing.wait_for(|n| *n == 0)).await;
+        state.client.push_final_metrics().await;
         state.client.close();
         if unflushed > 0 {
             return Err(KafkaError::Publish(KafkaError::text(format!(

@@ -128,12 +128,24 @@ struct Queue {
     fatal: Option<String>,
 }
 
-/// Whether a subscription's handles and its pump are gone; whichever goes last settles the
-/// broker's count of consumers still closing.
+/// Whether a subscription's handles and its pump are gone, and whether the broker counts its
+/// consumer as closing: from the first of the handle's drop and the core's (the pump may hold
+/// the core a moment longer, and a shutdown right after the handle's drop must wait for it)
+/// until the pump exits.
 #[derive(Debug, Default)]
 struct Life {
-    core_dropped: bool,
     pump_exited: bool,
+    counted: bool,
+}
+
+impl Life {
+    /// Counts the consumer as closing, once, unless its pump is gone already.
+    fn closing(&mut self, state: &BrokerState) {
+        if !self.pump_exited && !self.counted {
+            self.counted = true;
+            state.consumer_closing();
+        }
+    }
 }
 
 /// A command for the pump.
@@ -192,11 +204,8 @@ impl Drop for SubCore {
             handover.recount();
         }
         let mut life = lock(&self.life);
-        life.core_dropped = true;
-        if !life.pump_exited {
-            // The pump now closes the consumer; shutdown waits for that.
-            self.state.consumer_closing();
-        }
+        // The pump now closes the consumer; shutdown waits for that.
+        life.closing(&self.state);
     }
 }
 
@@ -408,6 +417,7 @@ impl Drop for KafkaSubscriber {
         // (the group's next member reads them from the committed offset).
         let requeued = std::mem::take(&mut *lock(&self.core.requeued));
         drop(requeued);
+        lock(&self.core.life).closing(&self.core.state);
     }
 }
 
@@ -1100,12 +1110,16 @@ async fn pump(
             }
         }
     }
+    // The subscription's client is its own (as librdkafka's consumer handle): it ends its
+    // KIP-714 telemetry with the consumer.
+    let client = consumer.client().clone();
     if let Err(e) = consumer.close().await {
         tracing::warn!(error = %e, "closing a subscription's consumer failed");
     }
+    client.push_final_metrics().await;
     let mut life = lock(&life);
     life.pump_exited = true;
-    if life.core_dropped {
+    if life.counted {
         state.consumer_closed();
     }
 }

@@ -4,10 +4,13 @@ use std::time::Duration;
 
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
     BrokerId, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest, GroupId,
-    ListOffsetsRequest, TopicName,
+    IncrementalAlterConfigsRequest, ListOffsetsRequest, TopicName,
 };
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 
@@ -20,6 +23,10 @@ const CREATE_TOPICS_VERSIONS: VersionRange = VersionRange { min: 2, max: 7 };
 const DELETE_TOPICS_VERSIONS: VersionRange = VersionRange { min: 1, max: 6 };
 const LIST_OFFSETS_VERSIONS: VersionRange = VersionRange { min: 1, max: 8 };
 const DESCRIBE_GROUPS_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
+const INCREMENTAL_ALTER_CONFIGS_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
+
+/// The config resource type of a client-metrics subscription (KIP-714).
+const CLIENT_METRICS_RESOURCE: i8 = 16;
 
 /// What the group coordinator says of a classic consumer group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,6 +211,52 @@ impl Admin {
                 format!(
                     "deleting topic {}",
                     r.name.as_ref().map_or("?", |n| n.0.as_str())
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Sets (`Some`) or deletes (`None`) configs of the client-metrics subscription `name`
+    /// (KIP-714: `metrics`, `interval.ms`, `match`), as `kafka-client-metrics.sh --alter`
+    /// does. Deleting every config removes the subscription.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: once the request is sent the controller may still apply it; after a
+    /// drop, set the configs again (setting is idempotent).
+    pub async fn alter_client_metrics(
+        &self,
+        name: &str,
+        configs: &[(&str, Option<&str>)],
+    ) -> Result<()> {
+        let conn = self.client.any_connection().await?;
+        let version =
+            conn.version_of::<IncrementalAlterConfigsRequest>(INCREMENTAL_ALTER_CONFIGS_VERSIONS)?;
+        let configs = configs
+            .iter()
+            .map(|(key, value)| {
+                AlterableConfig::default()
+                    .with_name(StrBytes::from_string((*key).to_owned()))
+                    // 0 SET, 1 DELETE
+                    .with_config_operation(i8::from(value.is_none()))
+                    .with_value(value.map(|v| StrBytes::from_string(v.to_owned())))
+            })
+            .collect();
+        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(CLIENT_METRICS_RESOURCE)
+                .with_resource_name(StrBytes::from_string(name.to_owned()))
+                .with_configs(configs),
+        ]);
+        let response = conn
+            .send(&request, version, self.client.socket_timeout())
+            .await?;
+        for r in &response.responses {
+            Error::check(r.error_code, || {
+                format!(
+                    "client metrics subscription {name}: {}",
+                    r.error_message.as_ref().map_or("", |m| m.as_str())
                 )
             })?;
         }

@@ -46,6 +46,11 @@ pub struct ClientConfig {
     pub statistics_interval: Duration,
     /// Who is told what the client does (no property: a service registers them in code).
     pub observers: super::observe::Observers,
+    /// `enable.metrics.push`: push this client's metrics to the cluster when it subscribes to
+    /// them (KIP-714).
+    pub enable_metrics_push: bool,
+    /// Whether the client stands for a producer or a consumer: names its pushed metrics.
+    pub role: super::telemetry::ClientRole,
 }
 
 impl Default for ClientConfig {
@@ -65,6 +70,8 @@ impl Default for ClientConfig {
             security: SecurityConfig::default(),
             statistics_interval: Duration::ZERO,
             observers: super::observe::Observers::default(),
+            enable_metrics_push: true,
+            role: super::telemetry::ClientRole::Producer,
         }
     }
 }

@@ -20,6 +20,7 @@ mod reader;
 pub mod records;
 mod security;
 pub mod statistics;
+mod telemetry;
 mod topic_partition;
 mod unwind;
 
@@ -65,6 +66,7 @@ pub use security::{
     TlsConfig, TokenProvider,
 };
 pub use statistics::StatisticsObserver;
+pub use telemetry::ClientRole;
 
 use cluster::Connections;
 
@@ -84,6 +86,8 @@ struct Inner {
     // Serialises refreshes so that a burst of misses costs one request.
     refreshing: tokio::sync::Mutex<()>,
     coordinators: coordinator::Coordinators,
+    /// KIP-714 pushes, with `enable.metrics.push`.
+    telemetry: Option<Arc<telemetry::Telemetry>>,
 }
 
 /// Refreshes the known topics every `topic.metadata.refresh.interval.ms`, until the client is
@@ -130,6 +134,13 @@ impl Client {
                 *server = shown;
             }
         }
+        // The tally hears this client's events only: it is its own observer, registered here.
+        let telemetry = config
+            .enable_metrics_push
+            .then(|| Arc::new(telemetry::Telemetry::new()));
+        if let Some(t) = &telemetry {
+            config.observers = config.observers.with(t.tally());
+        }
         let options = ConnectionOptions {
             client_id: Some(config.client_id.clone()),
             connect_timeout: config.connect_timeout,
@@ -147,11 +158,15 @@ impl Client {
                 metadata: RwLock::new(Metadata::default()),
                 refreshing: tokio::sync::Mutex::new(()),
                 coordinators: coordinator::Coordinators::default(),
+                telemetry,
                 config,
             }),
         };
         client.refresh_metadata(&[]).await?;
         tokio::spawn(refresh_periodically(Arc::downgrade(&client.inner)));
+        if let Some(t) = &client.inner.telemetry {
+            tokio::spawn(telemetry::run(Arc::downgrade(&client.inner), Arc::clone(t)));
+        }
         Ok(client)
     }
 
@@ -404,6 +419,30 @@ impl Client {
         if let Some(address) = self.with_metadata(|m| m.address_of(node)) {
             self.inner.connections.discard(&address).await;
         }
+    }
+
+    /// Ends this client's KIP-714 telemetry: when the cluster subscribes to its metrics, pushes
+    /// them one last time, marked terminating (within the socket timeout, at most 2 s); then no
+    /// more pushes. Call it before [`close`](Self::close), as the Java client does on close.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped midway, the terminating push may or may not have reached the
+    /// broker; either way the client pushes no more.
+    pub async fn push_final_metrics(&self) {
+        if let Some(t) = &self.inner.telemetry {
+            t.finish(self).await;
+        }
+    }
+
+    /// The client instance id a broker assigned for KIP-714 telemetry, once one did, as Kafka
+    /// prints ids (URL-safe base64 of the 16 bytes, unpadded): the id a broker's telemetry
+    /// receiver and `kafka-client-metrics.sh` show.
+    #[must_use]
+    pub fn telemetry_instance_id(&self) -> Option<String> {
+        use base64::Engine as _;
+        let id = self.inner.telemetry.as_ref()?.instance_id()?;
+        Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes()))
     }
 
     /// Closes every connection; requests in flight fail.

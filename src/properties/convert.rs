@@ -24,7 +24,7 @@
 use std::time::Duration;
 
 use crate::client::{
-    Acks, CaSource, ClientConfig, Codec, ConsumerConfig, GroupProtocol, IsolationLevel,
+    Acks, CaSource, ClientConfig, ClientRole, Codec, ConsumerConfig, GroupProtocol, IsolationLevel,
     OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig, SaslMechanism, Secret,
     SecurityConfig, SecurityProtocol, TlsConfig, unsecured_jwt_provider, without_userinfo,
 };
@@ -37,7 +37,7 @@ use super::table::id;
 /// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
 /// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
-pub const ACTED_ON: [&str; 69] = [
+pub const ACTED_ON: [&str; 70] = [
     // ClientConfig
     "bootstrap.servers",
     "client.id",
@@ -51,6 +51,7 @@ pub const ACTED_ON: [&str; 69] = [
     "receive.message.max.bytes",
     "allow.auto.create.topics",
     "statistics.interval.ms",
+    "enable.metrics.push",
     // ClientConfig::security
     "security.protocol",
     "ssl.key.location",
@@ -148,6 +149,8 @@ pub(super) fn client_config(s: &Settings) -> ClientConfig {
         security: security_config(s),
         statistics_interval: millis(s.int(id::STATISTICS_INTERVAL_MS)),
         observers: crate::client::Observers::default(),
+        enable_metrics_push: s.bool(id::ENABLE_METRICS_PUSH),
+        role: ClientRole::Producer,
     }
 }
 

@@ -389,10 +389,13 @@ impl ConsumerProperties {
         value_of(&self.settings, key)
     }
 
-    /// The native client's connection settings.
+    /// The native client's connection settings (a consumer's, for its KIP-714 metrics).
     #[must_use]
     pub fn client_config(&self) -> ClientConfig {
-        convert::client_config(&self.settings)
+        ClientConfig {
+            role: crate::client::ClientRole::Consumer,
+            ..convert::client_config(&self.settings)
+        }
     }
 
     /// The native consumer's settings.

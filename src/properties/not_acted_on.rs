@@ -31,7 +31,7 @@ use super::validate::resolve;
 ///   `queue.buffering.backpressure.threshold`, `delivery.report.only.error`, `queuing.strategy`,
 ///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `coordinator.query.interval.ms`,
 ///   `group.protocol.type`.
-pub const NOT_ACTED_ON: [&str; 65] = [
+pub const NOT_ACTED_ON: [&str; 64] = [
     "client.software.name",
     "client.software.version",
     "message.copy.max.bytes",
@@ -88,7 +88,6 @@ pub const NOT_ACTED_ON: [&str; 65] = [
     "queue.buffering.backpressure.threshold",
     "delivery.report.only.error",
     "client.dns.lookup",
-    "enable.metrics.push",
     "queuing.strategy",
     "produce.offset.report",
     "auto.commit.enable",

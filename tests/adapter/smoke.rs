@@ -37,6 +37,32 @@ where
         .expect("no error")
 }
 
+/// Publishes `n` records to `topic` on `broker`'s shared producer, then acks `n` deliveries
+/// of `stream`.
+async fn publish_and_ack<S>(
+    broker: &ruststream_kafka::ConnectedKafkaBroker,
+    stream: &mut S,
+    topic: &str,
+    n: usize,
+) where
+    S: futures::Stream<Item = Result<ruststream_kafka::KafkaMessage, ruststream_kafka::KafkaError>>
+        + Unpin,
+{
+    let publisher = broker.publisher(KafkaPublish::default());
+    for i in 0..n {
+        publisher
+            .publish(
+                OutgoingMessage::new(topic, format!("m{i}").as_bytes()),
+                None,
+            )
+            .await
+            .expect("publish");
+    }
+    for _ in 0..n {
+        next_in_time(stream).await.ack().await.expect("ack");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_published_is_delivered_and_acked() {
     live::logs();
@@ -214,20 +240,8 @@ async fn statistics_interval_logs_the_statistics_at_info() {
         .await
         .expect("connect");
     let mut subscriber = tracked_from_the_start(&topic, &broker).await;
-    let publisher = broker.publisher(KafkaPublish::default());
-    for i in 0..5 {
-        publisher
-            .publish(
-                OutgoingMessage::new(&topic, format!("s{i}").as_bytes()),
-                None,
-            )
-            .await
-            .expect("publish");
-    }
     let mut stream = subscriber.stream();
-    for _ in 0..5 {
-        next_in_time(&mut stream).await.ack().await.expect("ack");
-    }
+    publish_and_ack(&broker, &mut stream, &topic, 5).await;
     // the next report counts all of them
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let report = loop {
@@ -263,4 +277,98 @@ async fn statistics_interval_logs_the_statistics_at_info() {
     drop(stream);
     drop(subscriber);
     broker.shutdown().await.expect("shutdown");
+}
+
+/// The lines the brokers' KIP-714 receivers (`scripts/kafka up`) wrote for `client_id`.
+fn telemetry_pushes(client_id: &str) -> Vec<serde_json::Value> {
+    let dir = std::env::var("KAFKA_TELEMETRY_DIR")
+        .expect("KAFKA_TELEMETRY_DIR: export `scripts/kafka env` of the running cluster");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        out.extend(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|v| v["client_id"] == client_id),
+        );
+    }
+    out
+}
+
+/// The sum of metric `name`'s points for `topic` over `pushes`.
+fn telemetry_total(pushes: &[serde_json::Value], name: &str, topic: &str) -> i64 {
+    pushes
+        .iter()
+        .flat_map(|p| p["metrics"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["name"] == name)
+        .flat_map(|m| m["points"].as_array().cloned().unwrap_or_default())
+        .filter(|p| p["attributes"]["topic"] == topic)
+        .filter_map(|p| p["value"].as_i64())
+        .sum()
+}
+
+/// With `enable.metrics.push` (on by default), a cluster that subscribes to a service's metrics
+/// gets them (KIP-714): the broker's client pushes the producer's, the subscription's client the
+/// consumer's, and the shutdown sends each one's terminating push, after which the counts add up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribing_cluster_gets_the_services_metrics_until_its_shutdown() {
+    if live::unsupported_on_embedded("the embedded cluster has no KIP-714 telemetry receiver") {
+        return;
+    }
+    live::logs();
+    let topic = live::unique("telemetry");
+    live::create_topic(&topic, 2).await;
+    let client_id = format!("{topic}-service");
+    let admin = ruststream_kafka::client::Admin::new(live::admin_client().await);
+    let subscription = format!("{topic}-subscription");
+    admin
+        .alter_client_metrics(
+            &subscription,
+            &[
+                ("metrics", Some("*")),
+                ("interval.ms", Some("1000")),
+                ("match", Some(&format!("client_id={client_id}"))),
+            ],
+        )
+        .await
+        .expect("a client metrics subscription");
+    // the controller's record reaches the brokers' subscription tables shortly after
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let broker = KafkaBroker::new([live::url()])
+        .default_group(live::unique("telemetry-group"))
+        .config("client.id", &client_id)
+        .connect()
+        .await
+        .expect("connect");
+    let mut subscriber = tracked_from_the_start(&topic, &broker).await;
+    let mut stream = subscriber.stream();
+    publish_and_ack(&broker, &mut stream, &topic, 12).await;
+    drop(stream);
+    drop(subscriber);
+    broker.shutdown().await.expect("shutdown");
+    let pushes = telemetry_pushes(&client_id);
+    let terminating: Vec<_> = pushes.iter().filter(|p| p["terminating"] == true).collect();
+    assert_eq!(
+        terminating.len(),
+        2,
+        "one terminating push from the broker's client and one from the subscription's: {pushes:#?}"
+    );
+    assert_ne!(
+        terminating[0]["client_instance_id"], terminating[1]["client_instance_id"],
+        "two client instances"
+    );
+    let sent = "org.apache.kafka.producer.topic.record.send.total";
+    let consumed = "org.apache.kafka.consumer.fetch.manager.records.consumed.total";
+    assert_eq!(telemetry_total(&pushes, sent, &topic), 12, "{pushes:#?}");
+    assert_eq!(
+        telemetry_total(&pushes, consumed, &topic),
+        12,
+        "{pushes:#?}"
+    );
+    let _ = admin
+        .alter_client_metrics(
+            &subscription,
+            &[("metrics", None), ("interval.ms", None), ("match", None)],
+        )
+        .await;
 }

@@ -11,6 +11,7 @@ mod interop;
 mod observe;
 mod offsets;
 mod ordering;
+mod telemetry;
 mod transactions;
 
 use std::time::Duration;

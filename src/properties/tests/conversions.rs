@@ -29,6 +29,7 @@ fn librdkafkas_defaults_are_the_clients_defaults() {
     // The one difference: consumers do not create topics unless told to.
     let expected = ClientConfig {
         allow_auto_create_topics: false,
+        role: crate::client::ClientRole::Consumer,
         ..ClientConfig::default()
     };
     assert_eq!(
@@ -57,6 +58,7 @@ fn client_config_fields() {
     .expect("accepted");
     let c = consumer.client_config();
     assert_eq!(c.statistics_interval, Duration::from_secs(15));
+    assert!(c.enable_metrics_push, "librdkafka's default");
     assert_eq!(c.bootstrap_servers, ["a:1", "b:2"]);
     assert_eq!(c.client_id, "svc");
     assert_eq!(c.socket_timeout, Duration::from_secs(20));
@@ -75,6 +77,17 @@ fn client_config_fields() {
         off.client_config().metadata_refresh_interval,
         Duration::ZERO
     );
+}
+
+#[test]
+fn metrics_push_can_be_turned_off_and_names_the_clients_kind() {
+    let off = [("enable.metrics.push", "false")];
+    let producer = props(&off).producer().expect("accepted").client_config();
+    assert!(!producer.enable_metrics_push);
+    assert_eq!(producer.role, crate::client::ClientRole::Producer);
+    let consumer = props(&off).consumer().expect("accepted").client_config();
+    assert!(!consumer.enable_metrics_push);
+    assert_eq!(consumer.role, crate::client::ClientRole::Consumer);
 }
 
 #[test]
