@@ -326,9 +326,11 @@ impl Event<'_> {
 /// One listener to the client's events.
 ///
 /// It is called synchronously where the event happens, from any task and thread at once, so
-/// it must be cheap and must not block: a slow observer slows the client. It must not call
-/// back into the client that reports to it: some events are told under the lock of the state
-/// they describe (the producer's batches), and a call that takes that lock would wait forever.
+/// it must be cheap and must not block: a slow observer slows the client. Events are told
+/// after the lock of the state they describe is released (the producer's batches, the
+/// consumer's assignment), so asking the client something from `on_event` (a producer's
+/// [`in_flight`](crate::client::Producer::in_flight), say) is safe; awaiting the client is
+/// not, since the task that reports may be the one that would answer.
 pub trait Observer: Send + Sync + 'static {
     /// The families it wants; asked once, when it is registered.
     fn interest(&self) -> Interest {

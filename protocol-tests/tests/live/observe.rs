@@ -9,8 +9,8 @@ use bytes::Bytes;
 use protocol_tests::{bootstrap, create_topic, unique_topic};
 use ruststream_kafka::client::observe::RequestOutcome;
 use ruststream_kafka::client::{
-    Client, ClientConfig, Event, Interest, Observer, Observers, PartitionChange, ProducerConfig,
-    ProducerRecord, Subscription,
+    Client, ClientConfig, Event, Interest, Observer, Observers, PartitionChange, Producer,
+    ProducerConfig, ProducerRecord, Subscription,
 };
 
 use super::group::{Member, group_config};
@@ -459,5 +459,80 @@ async fn an_observer_hears_the_batches_written_the_fetches_with_their_lag_the_as
         !heard.iter().any(|h| matches!(h, Heard::Request { .. })),
         "{heard:?}"
     );
+    client.close();
+}
+
+/// An observer that asks the producer it watches how many records it holds, at each batch
+/// written or failed.
+#[derive(Default)]
+struct AsksTheProducer {
+    producer: Mutex<Option<Producer>>,
+    answers: Mutex<Vec<usize>>,
+}
+
+impl Observer for AsksTheProducer {
+    fn interest(&self) -> Interest {
+        Interest::PRODUCE
+    }
+
+    fn on_event(&self, event: &Event<'_>) {
+        if !matches!(
+            event,
+            Event::BatchWritten { .. } | Event::BatchFailed { .. } | Event::ProduceRetry { .. }
+        ) {
+            return;
+        }
+        let producer = self
+            .producer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(producer) = producer {
+            let held = producer.in_flight();
+            self.answers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(held);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_may_ask_the_producer_while_it_hears_of_a_batch() {
+    // The producer tells its observers after it released its state's lock: an observer that
+    // takes that lock again (here through `in_flight`) must not stop the producer.
+    let asks = Arc::new(AsksTheProducer::default());
+    let mut config = ClientConfig::new(&bootstrap());
+    config.connect_timeout = Duration::from_secs(10);
+    config.observers = Observers::new().with(asks.clone());
+    let client = match Client::connect(config).await {
+        Ok(c) => c,
+        Err(e) => panic!("no broker at {} ({e})", bootstrap()),
+    };
+    let topic = unique_topic("observer-asks");
+    create_topic(&client, &topic, 3).await;
+    let producer = producer(&client, ProducerConfig::default()).await;
+    *asks.producer.lock().unwrap_or_else(PoisonError::into_inner) = Some(producer.clone());
+    let records: Vec<ProducerRecord> = (0..60)
+        .map(|i| ProducerRecord::new(topic.clone(), Bytes::from(format!("r{i}"))).partition(i % 3))
+        .collect();
+    let sent = tokio::time::timeout(Duration::from_mins(1), send_all(&producer, records)).await;
+    // The observer lets go of its clone before anything can fail, so the producer can close.
+    asks.producer
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let Ok(delivered) = sent else {
+        panic!("the producer stopped while its observer asked it something");
+    };
+    assert_eq!(delivered.len(), 60);
+    let answers = asks
+        .answers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    assert!(!answers.is_empty(), "the observer heard the batches");
+    assert!(answers.iter().all(|held| *held <= 60), "{answers:?}");
+    let _ = producer.close(Duration::from_secs(10)).await;
     client.close();
 }

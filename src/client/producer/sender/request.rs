@@ -1,0 +1,194 @@
+//! Building what goes on the wire: a batch's sequence and encoding, the Produce request of
+//! a round, and what a round holds back (batches lingering, expired, or of a transaction that
+//! cannot take them yet).
+//!
+//! The invariant: a batch is encoded with the producer state it is sent under; it keeps its
+//! base sequence (and so its bytes) across retries within an epoch, and is encoded again only
+//! when the epoch changed, so the broker recognises a retry of a batch it already wrote.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ProduceRequest, TopicName, TransactionalId};
+use kafka_protocol::protocol::{StrBytes, VersionRange};
+use tokio::time::Instant;
+
+use super::super::accumulator::{ClosedBatch, PartitionQueue, close_open};
+use super::super::transaction::TxnState;
+use super::settle::{Released, drop_queued};
+use crate::client::config::{Acks, ProducerConfig};
+use crate::client::error::{Error, Result};
+use crate::client::net::{Connection, InFlight};
+use crate::client::records::ProducerState;
+
+/// Produce versions with topic names (v13 moved to topic ids).
+const PRODUCE_VERSIONS: VersionRange = VersionRange { min: 3, max: 12 };
+
+/// Closes the open batch once it has lingered long enough (at once while flushing) and takes
+/// out the batches that waited past `message.timeout.ms`; returns when to look again.
+pub(super) fn age(
+    queue: &mut PartitionQueue,
+    topic: &Arc<str>,
+    partition: i32,
+    now: Instant,
+    flushing: bool,
+    config: &ProducerConfig,
+    expired: &mut Vec<ClosedBatch>,
+) -> Option<Instant> {
+    let mut wake: Option<Instant> = None;
+    if let Some(open) = &queue.open {
+        let due = open.created + config.linger;
+        if flushing || now >= due {
+            close_open(queue, topic, partition);
+        } else {
+            wake = Some(due);
+        }
+    }
+    let timeout = config.message_timeout;
+    if !timeout.is_zero() {
+        while queue
+            .ready
+            .front()
+            .is_some_and(|b| now >= b.created + timeout)
+        {
+            if let Some(b) = queue.ready.pop_front() {
+                expired.push(b);
+            }
+        }
+        if let Some(b) = queue.ready.front() {
+            let at = b.created + timeout;
+            wake = Some(wake.map_or(at, |w| w.min(at)));
+        }
+    }
+    wake
+}
+
+/// Fixes the batch's sequence (first send, or first send in a new epoch) and encodes it.
+pub(super) fn prepare(
+    config: &ProducerConfig,
+    queue: &mut PartitionQueue,
+    batch: &mut ClosedBatch,
+    pid: i64,
+    epoch: i16,
+) -> Result<()> {
+    let producer = if config.enable_idempotence {
+        if batch.sequence.is_none() || batch.epoch != epoch {
+            batch.sequence = Some(queue.next_sequence);
+            queue.next_sequence = queue.next_sequence.wrapping_add(batch.count()) & i32::MAX;
+            batch.encoded = None;
+        }
+        batch.epoch = epoch;
+        ProducerState {
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: batch.sequence.unwrap_or(-1),
+            transactional: config.transactional_id.is_some(),
+        }
+    } else {
+        ProducerState::NONE
+    };
+    if batch.encoded.is_none() {
+        batch.encoded = Some(batch.builder.build(
+            config.compression,
+            config.compression_level,
+            producer,
+        )?);
+    }
+    Ok(())
+}
+
+/// What a planning round of a transactional producer holds back: every queued batch when the
+/// transaction is doomed (they fail), and partitions not yet registered with the coordinator
+/// (classic protocol; they are collected for `AddPartitionsToTxn`).
+pub(super) struct TxnGate {
+    drop_unsent: Option<Error>,
+    /// A batch with a sequence number failed: the partition's sequence has a gap.
+    pub dropped_sequenced: bool,
+    /// Partitions waiting for `AddPartitionsToTxn`.
+    pub to_register: Vec<(Arc<str>, i32)>,
+}
+
+impl TxnGate {
+    pub(super) fn new(txn: Option<&TxnState>) -> Self {
+        TxnGate {
+            drop_unsent: txn.and_then(TxnState::drop_unsent).map(Error::Transaction),
+            dropped_sequenced: false,
+            to_register: Vec::new(),
+        }
+    }
+
+    /// Whether `queue` must not send now.
+    pub(super) fn holds(
+        &mut self,
+        txn: Option<&TxnState>,
+        queue: &mut PartitionQueue,
+        topic: &Arc<str>,
+        partition: i32,
+        released: &mut Released,
+    ) -> bool {
+        if let Some(e) = &self.drop_unsent {
+            self.dropped_sequenced |= drop_queued(queue, topic, partition, e, released);
+            return true;
+        }
+        match txn {
+            Some(txn) if !txn.may_send(topic, partition) => {
+                // Registered as soon as a record waits, so that the round trip overlaps the
+                // linger.
+                if queue.open.is_some() || !queue.ready.is_empty() {
+                    self.to_register.push((topic.clone(), partition));
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The transactional id and the Produce versions of the transaction protocol.
+pub(super) fn txn_produce(txn: &TxnState) -> (StrBytes, VersionRange) {
+    (txn.wire_id.clone(), txn.protocol.produce_versions())
+}
+
+/// Puts a Produce request of `batches` on the wire of `conn` now; the answer's wait, unless
+/// `acks=0`.
+pub(super) fn start_produce(
+    conn: &Connection,
+    acks: Acks,
+    timeout: Duration,
+    batches: &[ClosedBatch],
+    transactional: Option<&(StrBytes, VersionRange)>,
+) -> Result<Option<InFlight<ProduceRequest>>> {
+    let versions = transactional.map_or(PRODUCE_VERSIONS, |(_, v)| PRODUCE_VERSIONS.intersect(v));
+    let version = conn.version_of::<ProduceRequest>(versions)?;
+    let mut topics: Vec<TopicProduceData> = Vec::new();
+    for b in batches {
+        let data = PartitionProduceData::default()
+            .with_index(b.partition)
+            .with_records(Some(b.encoded.clone().unwrap_or_else(Bytes::new)));
+        match topics
+            .iter_mut()
+            .find(|t| t.name.0.as_str() == b.topic.as_ref())
+        {
+            Some(t) => t.partition_data.push(data),
+            None => topics.push(
+                TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_string(b.topic.to_string())))
+                    .with_partition_data(vec![data]),
+            ),
+        }
+    }
+    let request = ProduceRequest::default()
+        .with_transactional_id(transactional.map(|(id, _)| TransactionalId(id.clone())))
+        .with_acks(acks.wire())
+        .with_timeout_ms(i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX))
+        .with_topic_data(topics);
+    if acks == Acks::None {
+        conn.start_without_response(&request, version)?;
+        return Ok(None);
+    }
+    // The broker answers by `timeout` at the latest; allow for the network on top.
+    let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
+    conn.start(&request, version, wait).map(Some)
+}

@@ -1,0 +1,308 @@
+//! Settling batches: each record's delivery future gets its outcome, the queue's limits get
+//! the records and bytes back, and the observers hear of each batch written, failed or sent
+//! again.
+//!
+//! The invariant: the observers are told only after the producer's state lock is released
+//! ([`Released::tell`]), never under it, so an observer that asks the producer something
+//! (its queue, its in-flight count) cannot deadlock it; and they hear of a batch before its
+//! records' futures resolve, so a caller whose send returned finds it heard. What a round
+//! settles is gathered in a [`Released`] under the lock. With no observer for the producer's
+//! family nothing is built or kept: each future resolves where its batch is settled.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot::Sender;
+
+use super::super::RecordMetadata;
+use super::super::accumulator::{ClosedBatch, PartitionQueue, Pending, State};
+use super::super::transaction::{Origin, TxnState, classify};
+use crate::client::error::{Error, Result};
+use crate::client::observe::{Event as Observed, Interest, Observers};
+
+/// What a round of the sender settled: the records and bytes that leave the queue's limits,
+/// and what the observers hear once the lock is released.
+pub(super) struct Released {
+    pub records: usize,
+    pub bytes: usize,
+    /// Whether an observer asked for the producer's events.
+    telling: bool,
+    told: Vec<Told>,
+    /// The records' outcomes, kept until the observers were told (only while telling).
+    outcomes: Vec<(Sender<Result<RecordMetadata>>, Result<RecordMetadata>)>,
+}
+
+/// A round left without [`Released::tell`] (a panic on the way) still resolves its records'
+/// futures: no caller waits for an outcome that was decided.
+impl Drop for Released {
+    fn drop(&mut self) {
+        self.resolve();
+    }
+}
+
+/// A producer event kept for the observers until the lock is released.
+enum Told {
+    Written {
+        node: i32,
+        topic: Arc<str>,
+        partition: i32,
+        records: usize,
+        bytes: usize,
+        base_offset: i64,
+        retries: u32,
+        latency: Duration,
+    },
+    Failed {
+        topic: Arc<str>,
+        partition: i32,
+        records: usize,
+        error: Error,
+    },
+    Retry {
+        topic: Arc<str>,
+        partition: i32,
+        records: usize,
+        attempt: u32,
+        error: Error,
+        delay: Duration,
+    },
+}
+
+impl Released {
+    pub(super) fn new(observers: &Observers) -> Self {
+        Released {
+            records: 0,
+            bytes: 0,
+            telling: observers.wants(Interest::PRODUCE),
+            told: Vec::new(),
+            outcomes: Vec::new(),
+        }
+    }
+
+    /// Settles one record: its future gets `outcome`, now or, while telling, once the
+    /// observers heard of its batch.
+    fn settle(&mut self, delivery: Pending, outcome: Result<RecordMetadata>) {
+        self.records += 1;
+        self.bytes += delivery.bytes;
+        if self.telling {
+            self.outcomes.push((delivery.tx, outcome));
+        } else {
+            let _ = delivery.tx.send(outcome);
+        }
+    }
+
+    /// Tells the observers what the round settled, then resolves the records' futures. Call
+    /// it after the state lock is released.
+    pub(super) fn tell(mut self, observers: &Observers) {
+        for told in &self.told {
+            let event = match told {
+                Told::Written {
+                    node,
+                    topic,
+                    partition,
+                    records,
+                    bytes,
+                    base_offset,
+                    retries,
+                    latency,
+                } => Observed::BatchWritten {
+                    node: *node,
+                    topic,
+                    partition: *partition,
+                    records: *records,
+                    bytes: *bytes,
+                    base_offset: *base_offset,
+                    retries: *retries,
+                    latency: *latency,
+                },
+                Told::Failed {
+                    topic,
+                    partition,
+                    records,
+                    error,
+                } => Observed::BatchFailed {
+                    topic,
+                    partition: *partition,
+                    records: *records,
+                    error,
+                },
+                Told::Retry {
+                    topic,
+                    partition,
+                    records,
+                    attempt,
+                    error,
+                    delay,
+                } => Observed::ProduceRetry {
+                    topic,
+                    partition: *partition,
+                    records: *records,
+                    attempt: *attempt,
+                    error,
+                    delay: *delay,
+                },
+            };
+            observers.emit(&event);
+        }
+        self.resolve();
+    }
+
+    fn resolve(&mut self) {
+        for (tx, outcome) in self.outcomes.drain(..) {
+            let _ = tx.send(outcome);
+        }
+    }
+
+    /// Fails the records of a batch still open (never sent).
+    pub(super) fn fail_open(
+        &mut self,
+        topic: &Arc<str>,
+        partition: i32,
+        deliveries: Vec<Pending>,
+        error: &Error,
+    ) {
+        self.failed(topic, partition, deliveries.len(), error);
+        for d in deliveries {
+            self.settle(d, Err(error.clone()));
+        }
+    }
+
+    fn failed(&mut self, topic: &Arc<str>, partition: i32, records: usize, error: &Error) {
+        if self.telling {
+            self.told.push(Told::Failed {
+                topic: topic.clone(),
+                partition,
+                records,
+                error: error.clone(),
+            });
+        }
+    }
+
+    /// A batch goes out again after `delay`.
+    pub(super) fn retried(&mut self, batch: &ClosedBatch, error: &Error, delay: Duration) {
+        if self.telling {
+            self.told.push(Told::Retry {
+                topic: batch.topic.clone(),
+                partition: batch.partition,
+                records: batch.deliveries.len(),
+                attempt: batch.attempts,
+                error: error.clone(),
+                delay,
+            });
+        }
+    }
+}
+
+/// The queue of the batch's partition.
+pub(super) fn queue_of<'a>(
+    state: &'a mut State,
+    batch: &ClosedBatch,
+) -> Option<&'a mut PartitionQueue> {
+    state
+        .topics
+        .get_mut(&batch.topic)
+        .and_then(|q| q.partitions.get_mut(batch.partition as usize))
+}
+
+/// A batch the leader `node` wrote at `base_offset`: each record's future gets its offset.
+pub(super) fn complete_batch(
+    state: &mut State,
+    released: &mut Released,
+    node: i32,
+    batch: ClosedBatch,
+    base_offset: i64,
+    append_time: i64,
+) {
+    if let Some(queue) = queue_of(state, &batch) {
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        queue.acked_in_epoch = true;
+    }
+    if released.telling {
+        released.told.push(Told::Written {
+            node,
+            topic: batch.topic.clone(),
+            partition: batch.partition,
+            records: batch.deliveries.len(),
+            bytes: batch.deliveries.iter().map(|d| d.bytes).sum(),
+            base_offset,
+            retries: batch.attempts,
+            latency: batch.created.elapsed(),
+        });
+    }
+    for (i, d) in batch.deliveries.into_iter().enumerate() {
+        let offset = if base_offset < 0 {
+            -1
+        } else {
+            base_offset + i as i64
+        };
+        let timestamp = if append_time >= 0 {
+            append_time
+        } else {
+            d.timestamp
+        };
+        let metadata = RecordMetadata {
+            topic: batch.topic.clone(),
+            partition: batch.partition,
+            offset,
+            timestamp,
+        };
+        released.settle(d, Ok(metadata));
+    }
+}
+
+/// Fails every record of a batch with `error`.
+pub(super) fn fail_batch(released: &mut Released, batch: ClosedBatch, error: &Error) {
+    released.failed(&batch.topic, batch.partition, batch.deliveries.len(), error);
+    for d in batch.deliveries {
+        released.settle(d, Err(error.clone()));
+    }
+}
+
+/// Fails the batches that waited past `message.timeout.ms`; says whether any had a sequence
+/// number (then the partition's sequence has a gap).
+pub(super) fn fail_expired(
+    state: &mut State,
+    expired: Vec<ClosedBatch>,
+    released: &mut Released,
+) -> bool {
+    let sequenced = expired.iter().any(|b| b.sequence.is_some());
+    for b in expired {
+        let e = Error::Timeout(format!(
+            "Local: Message timed out ({} records for {}-{})",
+            b.count(),
+            b.topic,
+            b.partition
+        ));
+        note_txn_failure(&mut state.txn, &e);
+        fail_batch(released, b, &e);
+    }
+    sequenced
+}
+
+/// Records a batch's failure as the open transaction's (the first one dooms it).
+pub(super) fn note_txn_failure(txn: &mut Option<TxnState>, error: &Error) {
+    if let Some(txn) = txn {
+        let e = classify(&txn.id, Origin::Produce, "producing", error.clone());
+        txn.failed(e);
+    }
+}
+
+/// Fails the open batch and every batch waiting in `queue` (those in flight come back on
+/// their own); says whether any of them had a sequence number, which leaves a gap.
+pub(super) fn drop_queued(
+    queue: &mut PartitionQueue,
+    topic: &Arc<str>,
+    partition: i32,
+    error: &Error,
+    released: &mut Released,
+) -> bool {
+    let mut sequenced = false;
+    if let Some(open) = queue.open.take() {
+        released.fail_open(topic, partition, open.deliveries, error);
+    }
+    while let Some(b) = queue.ready.pop_front() {
+        sequenced |= b.sequence.is_some();
+        fail_batch(released, b, error);
+    }
+    sequenced
+}
