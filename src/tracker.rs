@@ -95,6 +95,17 @@ impl Watermark {
         Some(candidate)
     }
 
+    /// The lowest offset of `generation` delivered and still unsettled, if any.
+    pub(crate) fn lowest_outstanding(&self, generation: u64) -> Option<i64> {
+        if generation != self.generation {
+            return None;
+        }
+        self.outstanding
+            .iter()
+            .find(|(_, settled)| !settled)
+            .map(|(offset, _)| *offset)
+    }
+
     /// Whether `offset` of `generation` is delivered and still unsettled.
     pub(crate) fn is_outstanding(&self, generation: u64, offset: i64) -> bool {
         generation == self.generation
@@ -139,6 +150,19 @@ mod tests {
         assert_eq!(w.settle(g, 5), None, "3 still blocks");
         assert_eq!(w.settle(g, 3), Some(5));
         assert_eq!(w.stored(), Some(5));
+    }
+
+    #[test]
+    fn the_lowest_unsettled_delivery_is_known_in_its_generation_only() {
+        let (mut w, generation) = delivered(&[4, 5, 6]);
+        assert_eq!(w.lowest_outstanding(generation), Some(4));
+        w.settle(generation, 4);
+        w.settle(generation, 6);
+        assert_eq!(w.lowest_outstanding(generation), Some(5));
+        w.settle(generation, 5);
+        assert_eq!(w.lowest_outstanding(generation), None);
+        w.delivered(generation, 7);
+        assert_eq!(w.lowest_outstanding(generation + 1), None);
     }
 
     #[test]

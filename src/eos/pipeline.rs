@@ -16,8 +16,10 @@
 //!   (or an earlier one).
 //! - A failed window (a publish failed, the settle-wait timed out, the offsets or the commit
 //!   were refused) aborts, and every partition it enrolled goes back to the last offset this
-//!   pipeline committed for it, else the first it ever enrolled: the replay redoes exactly the
-//!   discarded output.
+//!   pipeline committed for it, else to the lowest offset it enrolled or still has unsettled
+//!   (handlers of one partition run side by side, so a later offset can enroll before an
+//!   earlier one, or the earlier one not at all yet): the replay redoes every discarded
+//!   output and skips no record.
 //! - A reposition of an enrolled partition (a seek, a rebalance) voids the window: its
 //!   deliveries can no longer settle, so it aborts at once, without seeking back (the consumer
 //!   stays where the reposition put it), and forgets that partition's bookkeeping. Replayed
@@ -181,7 +183,7 @@ fn is_void(enrolled: &HashMap<Key, Enrolled>) -> bool {
 struct Book {
     /// The next offset of the last commit of this pipeline, per partition.
     committed: HashMap<Key, i64>,
-    /// The first offset this pipeline enrolled, per partition.
+    /// The lowest offset this pipeline enrolled, per partition.
     first: HashMap<Key, i64>,
 }
 
@@ -393,6 +395,7 @@ impl EosPipeline {
         lock(&self.inner.book)
             .first
             .entry(key.clone())
+            .and_modify(|first| *first = (*first).min(offset))
             .or_insert(offset);
         let entry = window.enrolled.entry(key).or_insert_with(|| Enrolled {
             max: offset,
@@ -758,15 +761,26 @@ const RETRY_FIRST: Duration = Duration::from_millis(200);
 const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// Sends every enrolled partition back to the last offset this pipeline committed for it,
-/// else to the first offset it enrolled.
+/// else to the lowest offset it enrolled or has delivered and not settled.
 async fn seek_back(p: &Pipeline, enrolled: &HashMap<Key, Enrolled>) {
     let targets: Vec<(&Key, i64)> = {
         let book = lock(&p.book);
         enrolled
-            .keys()
-            .filter_map(|key| {
-                let target = book.committed.get(key).or_else(|| book.first.get(key))?;
-                Some((key, *target))
+            .iter()
+            .filter_map(|(key, window)| {
+                if let Some(committed) = book.committed.get(key) {
+                    return Some((key, *committed));
+                }
+                // A delivery whose handler has not published yet is not enrolled; seeking
+                // past it would skip it (its late publish is refused after the seek).
+                let unsettled = window.part.as_ref().and_then(|(part, generation)| {
+                    part.tracked.lock().lowest_outstanding(*generation)
+                });
+                let target = match (book.first.get(key).copied(), unsettled) {
+                    (Some(first), Some(unsettled)) => first.min(unsettled),
+                    (first, unsettled) => first.or(unsettled)?,
+                };
+                Some((key, target))
             })
             .collect()
     };
