@@ -252,10 +252,10 @@ async fn replays_everything_from_the_first(
     assert_eq!(live::values(output, 0, ReadCommitted).await, replies);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_aborted_window_replays_a_delivery_that_had_not_published_yet() {
-    // Handlers of one partition run side by side: `b` replies and settles while `a`, before it
-    // in the partition, has not published anything when the window gives up on it.
+/// `a` and `b` delivered side by side from one partition, `b` answered and settled first;
+/// `a` answered and handed back (`a_replied`), or not answered at all. Either way the window
+/// cannot settle, times out, aborts and must replay from `a`.
+async fn aborted_after_b_settled(a_replied: bool) {
     let mut rig = rig(
         |id| KafkaEosPublish::new(id).transaction_timeout(Duration::from_secs(5)),
         &["a", "b"],
@@ -267,32 +267,36 @@ async fn an_aborted_window_replays_a_delivery_that_had_not_published_yet() {
     assert_eq!((a.payload(), b.payload()), (&b"a"[..], &b"b"[..]));
     reply(&rig.pipeline, &b, &rig.output).await;
     b.ack().await.expect("ack");
-    // `a` stays unanswered: the window cannot settle, times out, aborts and seeks back, to
-    // `a` and not to `b`, the only offset it enrolled.
+    let a_source = a.headers().get_shared(EOS_SOURCE_HEADER);
+    if a_replied {
+        reply(&rig.pipeline, &a, &rig.output).await;
+        a.nack(true).await.expect("nack");
+    }
     let names = (rig.input.as_str(), rig.output.as_str(), rig.group.as_str());
     replays_everything_from_the_first(&rig.pipeline, names, &mut stream, &["a", "b"]).await;
-    // The late answer to the first `a` is refused: the replay answered it.
-    drop(a);
+    if !a_replied {
+        // The first `a` answers late: refused, since the replay answered it.
+        let late = OutgoingMessage::new(&rig.output, b"late").with_headers({
+            let mut headers = HeaderMap::new();
+            if let Some(source) = a_source {
+                headers.insert(EOS_SOURCE_HEADER, source);
+            }
+            headers
+        });
+        assert!(Publisher::publish(&rig.pipeline, late, None).await.is_err());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_window_replays_a_delivery_that_had_not_published_yet() {
+    // The window enrolled only `b`; `a`, before it in the partition, had published nothing.
+    aborted_after_b_settled(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aborted_window_replays_from_the_lowest_offset_it_enrolled() {
-    // `b` enrolls before `a`: the window's first enrollment is not its lowest offset.
-    let mut rig = rig(
-        |id| KafkaEosPublish::new(id).transaction_timeout(Duration::from_secs(5)),
-        &["a", "b"],
-    )
-    .await;
-    let mut stream = rig.subscriber.stream();
-    let a = next(&mut stream).await;
-    let b = next(&mut stream).await;
-    reply(&rig.pipeline, &b, &rig.output).await;
-    b.ack().await.expect("ack");
-    reply(&rig.pipeline, &a, &rig.output).await;
-    // Handed back: the window cannot settle, times out, aborts and seeks back.
-    a.nack(true).await.expect("nack");
-    let names = (rig.input.as_str(), rig.output.as_str(), rig.group.as_str());
-    replays_everything_from_the_first(&rig.pipeline, names, &mut stream, &["a", "b"]).await;
+    // `b` enrolled before `a`: the window's first enrollment is not its lowest offset.
+    aborted_after_b_settled(true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
