@@ -1,0 +1,402 @@
+//! Opening a subscription: its consumer, its shared state and its pump, then the wait for a
+//! first assignment (or, for a manual assignment, for each partition's start).
+//!
+//! The invariant: `subscribe` returns only once every partition the subscription reads knows
+//! where it starts (or fails naming why: a refused join, no assignment in time), so the first
+//! delivery and every seek after `subscribe` act on a concrete position.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::task::AtomicWaker;
+use tokio::sync::{mpsc, watch};
+
+use crate::broker::BrokerState;
+use crate::client::consumer::{Consumer, StartAt, Subscription, TopicPartition};
+use crate::client::{Client, Error as ClientError, ResponseError};
+use crate::error::KafkaError;
+use crate::subscription::{Commit, Plan, StartOffset, Target};
+
+use super::KafkaSubscriber;
+use super::pump::pump;
+use super::shared::{Command, Life, Queue, SubCore, lock};
+
+/// Whether a consumer error ends the subscribe wait: a refusal retrying cannot fix.
+pub(super) fn is_fatal_join_error(err: &ClientError) -> bool {
+    matches!(
+        err.code(),
+        Some(
+            ResponseError::InconsistentGroupProtocol
+                | ResponseError::InvalidGroupId
+                | ResponseError::GroupAuthorizationFailed
+                | ResponseError::TopicAuthorizationFailed
+                | ResponseError::GroupMaxSizeReached
+        )
+    ) || err.to_string().contains("INCONSISTENT_GROUP_PROTOCOL")
+}
+
+/// The refusal a fatal join error stands for, in the words librdkafka uses for it, so the
+/// subscribe error names it whatever the client's own text says (B10a: a protocol mismatch
+/// must say `protocol`).
+pub(super) fn join_refusal(err: &ClientError) -> Option<&'static str> {
+    match err.code()? {
+        ResponseError::InconsistentGroupProtocol => Some("inconsistent group protocol"),
+        ResponseError::InvalidGroupId => Some("invalid group id"),
+        ResponseError::GroupAuthorizationFailed => Some("group authorization failed"),
+        ResponseError::TopicAuthorizationFailed => Some("topic authorization failed"),
+        ResponseError::GroupMaxSizeReached => Some("group max size reached"),
+        _ => None,
+    }
+}
+
+pub(super) fn is_unknown_topic(err: &ClientError) -> bool {
+    matches!(
+        err.code(),
+        Some(ResponseError::UnknownTopicOrPartition | ResponseError::UnknownTopicId)
+    )
+}
+
+pub(super) async fn open_here(
+    state: Arc<BrokerState>,
+    plan: Plan,
+) -> Result<KafkaSubscriber, KafkaError> {
+    let settings = plan.properties.consumer().map_err(KafkaError::subscribe)?;
+    note_opened(&state, &plan);
+    let mut config = settings.consumer_config();
+    let auto_store = config.enable_auto_offset_store;
+    #[cfg(feature = "testing")]
+    let config_view = in_process_reading(&state, &mut config);
+    // The subscription stores offsets itself: at hand-over (Auto) or on settle (Tracked).
+    config.enable_auto_offset_store = false;
+    // A partition handed back with nothing committed resumes where this member started, not at
+    // a reset that moved on (B8, G4); the start itself is never committed (F1).
+    config.remember_starts = true;
+    // A batch that cannot be read: under Commit::Auto reported and read past, as librdkafka
+    // does; where commits follow settled records, the partition holds there instead, so
+    // no committed offset passes records nobody handled.
+    config.corrupt_batches = match plan.commit {
+        Commit::Auto => crate::client::CorruptBatch::Skip,
+        Commit::Tracked | Commit::Transactional(_) => crate::client::CorruptBatch::Hold,
+    };
+    let limits = queue_limits(&config);
+    let client = Client::connect(state.observed(settings.client_config()))
+        .await
+        .map_err(KafkaError::subscribe)?;
+    let mut consumer = Consumer::new(client.clone(), config).map_err(KafkaError::subscribe)?;
+    let (commands, command_rx) = mpsc::unbounded_channel();
+    let (closing, closing_rx) = watch::channel(false);
+    let life = Arc::new(Mutex::new(Life::default()));
+    let eos = match &plan.commit {
+        Commit::Transactional(id) => Some(state.eos().group(id)),
+        Commit::Auto | Commit::Tracked => None,
+    };
+    let core = Arc::new(SubCore {
+        name: plan.name.clone(),
+        commit: plan.commit.clone(),
+        lane_key: plan.lane_key,
+        auto_store,
+        state: Arc::clone(&state),
+        consumer: consumer.handle(),
+        parts: Mutex::new(HashMap::new()),
+        queue: Mutex::new(Queue::default()),
+        wake: AtomicWaker::new(),
+        requeued: Mutex::new(VecDeque::new()),
+        detached: AtomicBool::new(false),
+        commands,
+        closing,
+        life: Arc::clone(&life),
+        limits,
+        eos,
+        #[cfg(feature = "testing")]
+        tap: crate::testing::link::Tap::new(
+            state.in_process().cloned(),
+            reader_of(&plan, config_view),
+        ),
+    });
+    if let Some(group) = &core.eos {
+        group.add(&core);
+    }
+    #[cfg(feature = "testing")]
+    if let Some(link) = core.tap.link() {
+        link.reader_opened(&core);
+    }
+    fence_earlier_pipeline(&state, &plan).await;
+    match &plan.target {
+        Target::Partitions { topic, partitions } => {
+            let pump_task = (
+                command_rx,
+                closing_rx,
+                Arc::clone(&state),
+                Arc::clone(&life),
+            );
+            open_partitions(
+                &client,
+                consumer,
+                &core,
+                &plan,
+                (topic, partitions),
+                pump_task,
+            )
+            .await?;
+        }
+        Target::Group { topics, patterns } => {
+            let subscription = if patterns.is_empty() {
+                Subscription::Topics(topics.clone())
+            } else {
+                Subscription::Pattern(combined_pattern(topics, patterns))
+            };
+            consumer
+                .subscribe(subscription)
+                .map_err(KafkaError::subscribe)?;
+            tokio::spawn(pump(
+                consumer,
+                Arc::downgrade(&core),
+                command_rx,
+                closing_rx,
+                (Arc::clone(&state), Arc::clone(&life)),
+            ));
+            let nothing_to_wait_for = patterns.is_empty() && none_exists(&client, topics).await;
+            if !nothing_to_wait_for {
+                wait_for_assignment(&core, &plan).await?;
+            }
+        }
+    }
+    hand_over_backlog(&core).await;
+    Ok(KafkaSubscriber::over(core))
+}
+
+/// For a `Commit::Transactional(id)` subscription, fences an earlier instance of pipeline `id`
+/// before any committed offset is read (`transactional::fence_earlier_instance`). A failure is
+/// not fatal: the pipeline's own initialization fences it later, and the positions wait until
+/// then (at most `transaction.timeout.ms`).
+async fn fence_earlier_pipeline(state: &Arc<BrokerState>, plan: &Plan) {
+    let Commit::Transactional(id) = &plan.commit else {
+        return;
+    };
+    if let Err(e) = crate::transactional::fence_earlier_instance(state, id).await {
+        tracing::warn!(
+            subscription = %plan.name,
+            transactional_id = %id,
+            error = %e,
+            "could not fence an earlier instance of the exactly-once pipeline before reading \
+             committed offsets; a transaction it left open holds them until it times out"
+        );
+    }
+}
+
+/// In process, what the log already holds for a new subscription is ready when `subscribe`
+/// returns; nothing to wait for on a live connection.
+async fn hand_over_backlog(core: &SubCore) {
+    crate::handover::handed_over(core.state.handover(), None).await;
+}
+
+/// How much the subscription's own queue holds before the pump pauses fetching: half of
+/// librdkafka's `queued.max.messages.kbytes` (at least 1 MiB) and `queued.min.messages`.
+fn queue_limits(config: &crate::client::ConsumerConfig) -> (usize, usize) {
+    (
+        (config.queued_max_bytes / 2).max(1 << 20),
+        config.queued_min_messages.max(1000),
+    )
+}
+
+/// The isolation and reset the in-process count reads off a consumer configuration, once the
+/// configuration reads late topics as the in-process transport hands them over.
+#[cfg(feature = "testing")]
+fn in_process_reading(
+    state: &BrokerState,
+    config: &mut crate::client::ConsumerConfig,
+) -> (bool, bool) {
+    // In process every record is handed over as it is written: a topic a pattern takes up
+    // later was written after the subscription began, so all of it is read.
+    if state.in_process().is_some() {
+        config.late_topic_start = crate::client::LateTopicStart::Earliest;
+    }
+    (
+        config.isolation == crate::client::IsolationLevel::ReadCommitted,
+        config.auto_offset_reset == crate::client::OffsetReset::Earliest,
+    )
+}
+
+/// Opens a manual assignment of `partitions` of `topic` (the ones the topic has) and waits
+/// until each knows where it starts.
+async fn open_partitions(
+    client: &Client,
+    mut consumer: Consumer,
+    core: &Arc<SubCore>,
+    plan: &Plan,
+    (topic, partitions): (&String, &[i32]),
+    pump_task: PumpTask,
+) -> Result<(), KafkaError> {
+    let start = match plan.start {
+        StartOffset::Committed => StartAt::Committed,
+        StartOffset::Earliest => StartAt::Earliest,
+        StartOffset::Latest => StartAt::Latest,
+    };
+    let existing = client.topic(topic).await.ok().map(|t| t.partitions.len());
+    let assignment: Vec<(TopicPartition, StartAt)> = partitions
+        .iter()
+        .filter(|p| existing.is_none_or(|count| usize::try_from(**p).is_ok_and(|p| p < count)))
+        .map(|p| (TopicPartition::new(topic, *p), start))
+        .collect();
+    for (tp, _) in &assignment {
+        core.partition(tp).reposition();
+    }
+    consumer
+        .assign(&assignment)
+        .map_err(KafkaError::subscribe)?;
+    let (command_rx, closing_rx, state, life) = pump_task;
+    tokio::spawn(pump(
+        consumer,
+        Arc::downgrade(core),
+        command_rx,
+        closing_rx,
+        (state, life),
+    ));
+    wait_for_positions(core, plan).await
+}
+
+/// What the pump of a subscription is started with.
+type PumpTask = (
+    mpsc::UnboundedReceiver<Command>,
+    watch::Receiver<bool>,
+    Arc<BrokerState>,
+    Arc<Mutex<Life>>,
+);
+
+/// Notes `plan` for routing; in process, naming a topic creates it (one partition), as a
+/// first produce would.
+fn note_opened(state: &BrokerState, plan: &Plan) {
+    state.note_opened(opened_of(plan));
+    #[cfg(feature = "testing")]
+    if let Some(link) = state.in_process() {
+        let named: Vec<&String> = match &plan.target {
+            Target::Group { topics, .. } => topics.iter().collect(),
+            Target::Partitions { topic, .. } => vec![topic],
+        };
+        for topic in named {
+            let _ = link.cluster.create_topic(topic, 1);
+        }
+    }
+}
+
+/// How routing sees `plan`.
+pub(super) fn opened_of(plan: &Plan) -> crate::broker::Opened {
+    let (topics, pattern, partitions) = match &plan.target {
+        Target::Group { topics, patterns } => {
+            let pattern = (!patterns.is_empty())
+                .then(|| regex::Regex::new(&combined_pattern(&[], patterns)).ok())
+                .flatten();
+            (topics.clone(), pattern, false)
+        }
+        Target::Partitions { topic, .. } => (vec![topic.clone()], None, true),
+    };
+    crate::broker::Opened {
+        name: plan.name.clone(),
+        group: plan.group.clone(),
+        topics,
+        pattern,
+        partitions,
+    }
+}
+
+/// One regular expression for literal topics and patterns together.
+fn combined_pattern(topics: &[String], patterns: &[String]) -> String {
+    let mut parts: Vec<String> = topics
+        .iter()
+        .map(|t| format!("^{}$", regex::escape(t)))
+        .collect();
+    parts.extend(patterns.iter().map(|p| format!("(?:{p})")));
+    parts.join("|")
+}
+
+/// True when the cluster answers and has none of `topics` (nothing can be assigned yet).
+async fn none_exists(client: &Client, topics: &[String]) -> bool {
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    if client.refresh_metadata(&names).await.is_err() {
+        return false;
+    }
+    client.with_metadata(|m| topics.iter().all(|t| !m.topics.contains_key(t.as_str())))
+}
+
+const WAIT_STEP: Duration = Duration::from_millis(10);
+
+/// Waits for the first assignment and a concrete start for each of its partitions (B7-B10).
+async fn wait_for_assignment(core: &SubCore, plan: &Plan) -> Result<(), KafkaError> {
+    let bound = core.state.assignment_timeout();
+    let deadline = Instant::now() + bound;
+    let group = plan.group.as_deref().unwrap_or_default();
+    loop {
+        {
+            let queue = lock(&core.queue);
+            if let Some(fatal) = &queue.fatal {
+                return Err(KafkaError::Subscribe(KafkaError::text(format!(
+                    "subscription {:?} in consumer group {group:?} could not be opened: the \
+                     cluster refused its join: {fatal}",
+                    plan.name
+                ))));
+            }
+        }
+        if core.consumer.has_assignment() && positions_known(core) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let mut message = format!(
+                "subscription {:?} in consumer group {group:?} was not assigned its partitions \
+                 within {bound:?}",
+                plan.name
+            );
+            if let Some(err) = &lock(&core.queue).last_error {
+                message.push_str("; the consumer last reported: ");
+                message.push_str(err);
+            }
+            return Err(KafkaError::Subscribe(KafkaError::text(message)));
+        }
+        tokio::time::sleep(WAIT_STEP.min(deadline.saturating_duration_since(Instant::now()))).await;
+    }
+}
+
+/// Waits until a manual assignment knows where each partition starts.
+async fn wait_for_positions(core: &SubCore, plan: &Plan) -> Result<(), KafkaError> {
+    let deadline = Instant::now() + core.state.assignment_timeout();
+    while !positions_known(core) {
+        if Instant::now() >= deadline {
+            return Err(KafkaError::Subscribe(KafkaError::text(format!(
+                "subscription {:?} could not be opened: the start positions of its partitions \
+                 could not be read",
+                plan.name
+            ))));
+        }
+        tokio::time::sleep(WAIT_STEP).await;
+    }
+    Ok(())
+}
+
+fn positions_known(core: &SubCore) -> bool {
+    core.consumer
+        .assignment()
+        .iter()
+        .all(|tp| core.consumer.position(tp).is_some())
+}
+
+/// What `plan` reads, for the in-process harness count.
+#[cfg(feature = "testing")]
+fn reader_of(
+    plan: &Plan,
+    (read_committed, earliest): (bool, bool),
+) -> crate::testing::link::Reader {
+    let opened = opened_of(plan);
+    let partitions = match &plan.target {
+        Target::Partitions { partitions, .. } => Some(partitions.clone()),
+        Target::Group { .. } => None,
+    };
+    crate::testing::link::Reader {
+        group: opened.group,
+        topics: opened.topics,
+        pattern: opened.pattern,
+        partitions,
+        read_committed,
+        earliest,
+    }
+}
