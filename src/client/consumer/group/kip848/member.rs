@@ -713,7 +713,7 @@ mod tests {
         Assigned(Vec<String>),
         Reconciled,
         LostEverything,
-        Membership(Option<(i32, String)>),
+        SetMember(Option<(i32, String)>),
         NotedTopics(Vec<String>),
         ForgotCoordinator,
         Reported(String),
@@ -763,7 +763,7 @@ mod tests {
             self.push(Did::LostEverything);
         }
         fn set_member(&self, member: Option<GroupMember>) {
-            self.push(Did::Membership(member.map(|m| (m.generation, m.member_id))));
+            self.push(Did::SetMember(member.map(|m| (m.generation, m.member_id))));
         }
         fn note_topics(&self, names: &[String]) {
             self.push(Did::NotedTopics(names.to_vec()));
@@ -880,7 +880,7 @@ mod tests {
         assert_eq!(flow, Flow::Go);
         assert_eq!(
             host.take(),
-            [Did::Membership(Some((5, wanted.member_id.clone())))]
+            [Did::SetMember(Some((5, wanted.member_id.clone())))]
         );
 
         // b is unknown here: a's partitions are taken now, b waits for the metadata.
@@ -949,7 +949,7 @@ mod tests {
             &host,
         );
         assert_eq!(flow, Flow::Reset);
-        assert_eq!(host.take(), [Did::LostEverything, Did::Membership(None)]);
+        assert_eq!(host.take(), [Did::LostEverything, Did::SetMember(None)]);
         assert!(
             m.beat_due(now),
             "a member fenced while joined rejoins at once"
@@ -1013,7 +1013,7 @@ mod tests {
         );
         assert_eq!(flow, Flow::Stop);
         let did = host.take();
-        assert_eq!(did[..2], [Did::LostEverything, Did::Membership(None)]);
+        assert_eq!(did[..2], [Did::LostEverything, Did::SetMember(None)]);
         let Some(Did::Reported(error)) = did.get(2) else {
             panic!("no error reported: {did:?}");
         };
@@ -1054,7 +1054,7 @@ mod tests {
             m.check(now + SESSION + Duration::from_millis(1), &host),
             Check::Reset
         );
-        assert_eq!(host.take(), [Did::LostEverything, Did::Membership(None)]);
+        assert_eq!(host.take(), [Did::LostEverything, Did::SetMember(None)]);
         assert_eq!(m.wanted().epoch, 0);
     }
 
@@ -1075,7 +1075,7 @@ mod tests {
         );
         m.left(&host);
         m.stale();
-        assert_eq!(host.take(), [Did::LostEverything, Did::Membership(None)]);
+        assert_eq!(host.take(), [Did::LostEverything, Did::SetMember(None)]);
         assert_eq!(m.leaving(), None);
         assert_eq!(m.check(now + POLL_PROBE, &host), Check::Idle(STALE_CHECK));
 
@@ -1125,7 +1125,7 @@ mod tests {
         beat(&mut m, named, now, &host);
         assert_eq!(
             host.take(),
-            [Did::Membership(Some((1, "from-coordinator".into())))]
+            [Did::SetMember(Some((1, "from-coordinator".into())))]
         );
         assert_eq!(m.wanted().member_id, "from-coordinator");
     }
