@@ -18,15 +18,24 @@
 //! - consume (`Commit::Auto`, `Commit::Tracked`): a fresh group reads the whole pre-filled
 //!   6-partition topic from the earliest offset through `Subscriber::stream()`, acking every
 //!   delivery; records/s from the first delivery to the last ack.
+//! - publish-1p, publish-1p-deep: the same into a topic of one partition (issue 20).
+//! - sequential: `COMPARE_SEQUENTIAL` publishes into one partition, each awaited before the
+//!   next (`acks=all`): records/s and the median p50 and p99 latency of one publish.
+//! - CPU us/record: the child's user + system time (`/proc/self/stat`, every thread,
+//!   librdkafka's C threads included, connect and start-up included) per record.
 //! - RSS: the child's peak resident set (`VmHWM`) at the end of its measurement.
+//! - sight (issue 19): every figure also for ours with sight on (`seen`: `MetricsObserver`
+//!   recorded by a Prometheus recorder and rendered once at the end, as a scrape, and an INFO
+//!   tracing subscriber), as the ratio to ours without it. `COMPARE_SIGHT=0` leaves it out.
 //! - instructions per consumed record: each adapter reads a topic of M and one of 2M records
 //!   under `valgrind --tool=callgrind --collect-atstart=yes` (whole process, every thread,
 //!   librdkafka's C threads included); per record = (I(2M) - I(M)) / M.
 //!
 //! Settings (environment): `KAFKA_TEST_URL` (127.0.0.1:9092), `COMPARE_ROUNDS` (3),
 //! `COMPARE_PUBLISH` (300000), `COMPARE_CONSUME` (500000), `COMPARE_WINDOW` (1000),
-//! `COMPARE_DEEP_WINDOW` (10000), `COMPARE_CG_M` (20000), `COMPARE_ONLY` (comma list of
-//! publish, publish-deep, auto, tracked, callgrind; default all), `VALGRIND` (valgrind).
+//! `COMPARE_DEEP_WINDOW` (10000), `COMPARE_CG_M` (200000), `COMPARE_ONLY` (comma list of
+//! publish, publish-deep, publish-1p, publish-1p-deep, sequential, auto, tracked, callgrind;
+//! default all), `COMPARE_SEQUENTIAL` (5000), `COMPARE_SIGHT`, `VALGRIND` (valgrind).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -67,6 +76,28 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The process's CPU time so far, user + system, in seconds (`/proc/self/stat` fields 14 and
+/// 15, in clock ticks of 10 ms), 0 if unknown.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // After the command name in parentheses, the fields from the third on.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime is field 14 and stime field 15 of the whole line: 12 and 13 here (0-based,
+    // from field 3).
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -85,9 +116,10 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{nanos:08x}", std::process::id())
 }
 
-/// The same measurement code for both crates: they have the same public API.
+/// The same measurement code for both crates: they have the same public API. `$make` builds
+/// the broker from the bootstrap address (`seen`: ours with sight on).
 macro_rules! adapter {
-    ($name:ident, $krate:ident) => {
+    ($name:ident, $krate:ident, $make:ident) => {
         mod $name {
             use std::time::Instant;
 
@@ -96,22 +128,36 @@ macro_rules! adapter {
             use ruststream::{
                 Broker, ConnectedBroker, IncomingMessage, OutgoingMessage, Publisher, Subscriber,
             };
-            use $krate::{Commit, KafkaBroker, KafkaPublish, KafkaTopic, StartOffset};
+            use $krate::{Commit, KafkaPublish, KafkaTopic, StartOffset};
 
-            /// Publishes `records` bodies to `topic`, `window` in flight; records/s.
-            pub async fn publish(url: &str, topic: &str, records: usize, window: usize) -> f64 {
-                let broker = KafkaBroker::new([url])
+            /// A connection with `acks=all`, its plain publisher and a body, after one untimed
+            /// publish to `topic`: it opens the producer and learns the topic's partitions
+            /// before any clock runs.
+            async fn open(
+                url: &str,
+                topic: &str,
+            ) -> (
+                $krate::ConnectedKafkaBroker,
+                $krate::KafkaPublisher,
+                Vec<u8>,
+            ) {
+                let broker = super::$make(url)
                     .producer_config("acks", "all")
                     .connect()
                     .await
                     .expect("connect");
                 let publisher = broker.publisher(KafkaPublish::default());
                 let body = super::body();
-                // Opens the producer and learns the topic's partitions before the clock runs.
                 publisher
                     .publish(OutgoingMessage::new(topic, &body[..]), None)
                     .await
                     .expect("first publish");
+                (broker, publisher, body)
+            }
+
+            /// Publishes `records` bodies to `topic`, `window` in flight; records/s.
+            pub async fn publish(url: &str, topic: &str, records: usize, window: usize) -> f64 {
+                let (broker, publisher, body) = open(url, topic).await;
                 let start = Instant::now();
                 let mut in_flight = FuturesUnordered::new();
                 let mut sent = 0;
@@ -131,6 +177,25 @@ macro_rules! adapter {
                 rate
             }
 
+            /// Publishes `records` bodies to `topic` one at a time, each awaited before the
+            /// next (`acks=all`); records/s and each publish's latency in µs.
+            pub async fn sequential(url: &str, topic: &str, records: usize) -> (f64, Vec<f64>) {
+                let (broker, publisher, body) = open(url, topic).await;
+                let mut latencies = Vec::with_capacity(records);
+                let start = Instant::now();
+                for _ in 0..records {
+                    let sent = Instant::now();
+                    publisher
+                        .publish(OutgoingMessage::new(topic, &body[..]), None)
+                        .await
+                        .expect("publish");
+                    latencies.push(sent.elapsed().as_secs_f64() * 1e6);
+                }
+                let rate = records as f64 / start.elapsed().as_secs_f64();
+                let _ = broker.shutdown().await;
+                (rate, latencies)
+            }
+
             /// Reads `records` deliveries of `topic` in a fresh group, acking each; records/s
             /// from the first delivery to the last ack, and a checksum of the bodies.
             pub async fn consume(
@@ -140,7 +205,7 @@ macro_rules! adapter {
                 records: usize,
                 tracked: bool,
             ) -> (f64, u64) {
-                let broker = KafkaBroker::new([url]).connect().await.expect("connect");
+                let broker = super::$make(url).connect().await.expect("connect");
                 let commit = if tracked {
                     Commit::Tracked
                 } else {
@@ -178,8 +243,40 @@ macro_rules! adapter {
     };
 }
 
-adapter!(ours, ruststream_kafka);
-adapter!(rd, ruststream_rdkafka);
+adapter!(ours, ruststream_kafka, plain_ours);
+adapter!(seen, ruststream_kafka, seen_ours);
+adapter!(rd, ruststream_rdkafka, plain_rd);
+
+fn plain_ours(url: &str) -> ruststream_kafka::KafkaBroker {
+    ruststream_kafka::KafkaBroker::new([url])
+}
+
+fn plain_rd(url: &str) -> ruststream_rdkafka::KafkaBroker {
+    ruststream_rdkafka::KafkaBroker::new([url])
+}
+
+/// Ours with everything an operator turns on: the metrics observer (every metric of
+/// `MetricsObserver`, with consumer lag), recorded by a Prometheus recorder; the child also
+/// installs an INFO tracing subscriber (see [`sight_on`]).
+fn seen_ours(url: &str) -> ruststream_kafka::KafkaBroker {
+    ruststream_kafka::KafkaBroker::new([url])
+        .observer(ruststream_kafka::client::MetricsObserver::new())
+}
+
+/// Installs, in a `seen` child, what a service watching the client runs: a Prometheus metrics
+/// recorder (rendered at the end, as a scrape would) and a tracing subscriber at INFO with
+/// the crate's spans, writing to a sink.
+fn sight_on() -> metrics_exporter_prometheus::PrometheusHandle {
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .expect("a metrics recorder");
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::io::sink)
+        .finish();
+    tracing::subscriber::set_global_default(subscriber).expect("a tracing subscriber");
+    handle
+}
 
 /// Our client, for the topics.
 async fn admin() -> Admin {
@@ -189,10 +286,10 @@ async fn admin() -> Admin {
     Admin::new(client)
 }
 
-async fn create_topic(admin: &Admin, name: &str) {
+async fn create_topic(admin: &Admin, name: &str, partitions: i32) {
     admin
         .create_topics(
-            &[NewTopic::new(name, PARTITIONS, 1)],
+            &[NewTopic::new(name, partitions, 1)],
             Duration::from_secs(30),
         )
         .await
@@ -219,31 +316,81 @@ fn child(args: &[String]) {
         .expect("runtime");
     let url = url();
     let group = unique("cmp-group");
+    let sight = (side == "seen").then(sight_on);
     let work = async {
+        let plain = |rate| (rate, 0, Vec::new());
         match (kind.as_str(), side.as_str()) {
-            ("publish", "ours") => (ours::publish(&url, topic, records, window).await, 0),
-            ("publish", "rd") => (rd::publish(&url, topic, records, window).await, 0),
+            ("publish", "ours") => plain(ours::publish(&url, topic, records, window).await),
+            ("publish", "seen") => plain(seen::publish(&url, topic, records, window).await),
+            ("publish", "rd") => plain(rd::publish(&url, topic, records, window).await),
+            ("sequential", "ours") => {
+                let (rate, latencies) = ours::sequential(&url, topic, records).await;
+                (rate, 0, latencies)
+            }
+            ("sequential", "seen") => {
+                let (rate, latencies) = seen::sequential(&url, topic, records).await;
+                (rate, 0, latencies)
+            }
+            ("sequential", "rd") => {
+                let (rate, latencies) = rd::sequential(&url, topic, records).await;
+                (rate, 0, latencies)
+            }
             ("auto" | "tracked", "ours") => {
-                ours::consume(&url, topic, &group, records, kind == "tracked").await
+                let (rate, sum) =
+                    ours::consume(&url, topic, &group, records, kind == "tracked").await;
+                (rate, sum, Vec::new())
+            }
+            ("auto" | "tracked", "seen") => {
+                let (rate, sum) =
+                    seen::consume(&url, topic, &group, records, kind == "tracked").await;
+                (rate, sum, Vec::new())
             }
             ("auto" | "tracked", "rd") => {
-                rd::consume(&url, topic, &group, records, kind == "tracked").await
+                let (rate, sum) =
+                    rd::consume(&url, topic, &group, records, kind == "tracked").await;
+                (rate, sum, Vec::new())
             }
             other => panic!("unknown child {other:?}"),
         }
     };
-    let (rate, sum) = runtime.block_on(async {
+    let (rate, sum, mut latencies) = runtime.block_on(async {
         tokio::time::timeout(CHILD_TIMEOUT, work)
             .await
             .expect("the child timed out")
     });
-    println!("RESULT rate={rate} hwm_kib={} sum={sum}", peak_rss_kib());
+    // A scrape: the metrics were recorded, and rendering them is part of what sight costs.
+    let scraped = sight.map_or(0, |handle| handle.render().len());
+    // The whole child's CPU time (user + system, every thread, librdkafka's too), per record:
+    // it holds where throughput is bound by the broker's round trip.
+    let cpu_us = cpu_seconds() * 1e6 / records.max(1) as f64;
+    latencies.sort_by(f64::total_cmp);
+    let quantile = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    println!(
+        "RESULT rate={rate} hwm_kib={} sum={sum} scraped={scraped} cpu_us={cpu_us} p50_us={} p99_us={}",
+        peak_rss_kib(),
+        quantile(0.50),
+        quantile(0.99)
+    );
     // No orderly close: what closing costs is no part of any figure.
     std::process::exit(0);
 }
 
+/// What one child reported.
+struct Reported {
+    rate: f64,
+    hwm_kib: u64,
+    cpu_us: f64,
+    p50_us: f64,
+    p99_us: f64,
+}
+
 /// Runs a child (under `wrapper` if given) and parses its result line.
-fn run_child(wrapper: &[String], args: &[&str]) -> (f64, u64) {
+fn run_child(wrapper: &[String], args: &[&str]) -> Reported {
     let exe = std::env::current_exe().expect("current exe");
     let mut command = match wrapper.split_first() {
         Some((program, rest)) => {
@@ -273,10 +420,13 @@ fn run_child(wrapper: &[String], args: &[&str]) -> (f64, u64) {
             .unwrap_or("0")
             .to_owned()
     };
-    (
-        field("rate").parse().unwrap_or(0.0),
-        field("hwm_kib").parse().unwrap_or(0),
-    )
+    Reported {
+        rate: field("rate").parse().unwrap_or(0.0),
+        hwm_kib: field("hwm_kib").parse().unwrap_or(0),
+        cpu_us: field("cpu_us").parse().unwrap_or(0.0),
+        p50_us: field("p50_us").parse().unwrap_or(0.0),
+        p99_us: field("p99_us").parse().unwrap_or(0.0),
+    }
 }
 
 // --- the parent ---
@@ -294,6 +444,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 struct Figures {
     rates: Vec<f64>,
     rss_kib: Vec<f64>,
+    cpu_us: Vec<f64>,
+    p50_us: Vec<f64>,
+    p99_us: Vec<f64>,
 }
 
 /// The total instructions (`Ir`) a callgrind output file reports.
@@ -319,7 +472,7 @@ fn main() {
     let rounds = env_usize("COMPARE_ROUNDS", 3);
     let publish_records = env_usize("COMPARE_PUBLISH", 300_000);
     let consume_records = env_usize("COMPARE_CONSUME", 500_000);
-    let m = env_usize("COMPARE_CG_M", 20_000);
+    let m = env_usize("COMPARE_CG_M", 200_000);
     let only = std::env::var("COMPARE_ONLY").unwrap_or_default();
     let wanted = |what: &str| only.is_empty() || only.split(',').any(|w| w.trim() == what);
     let window = env_usize("COMPARE_WINDOW", 1000);
@@ -336,7 +489,7 @@ fn main() {
     let consume_topic = unique("cmp-consume");
     if wanted("auto") || wanted("tracked") {
         runtime.block_on(async {
-            create_topic(&admin, &consume_topic).await;
+            create_topic(&admin, &consume_topic, PARTITIONS).await;
             let start = Instant::now();
             ours::publish(&url(), &consume_topic, consume_records - 1, window).await;
             eprintln!(
@@ -347,35 +500,49 @@ fn main() {
         topics.push(consume_topic.clone());
     }
 
-    let sides = ["ours", "rd"];
+    // `seen` (ours with sight on) runs unless COMPARE_SIGHT=0.
+    let sides: Vec<&str> = if std::env::var("COMPARE_SIGHT").is_ok_and(|v| v == "0") {
+        vec!["ours", "rd"]
+    } else {
+        vec!["ours", "rd", "seen"]
+    };
     let mut figures: BTreeMap<(&str, &str), Figures> = BTreeMap::new();
     // (name, what the child does, publishes in flight)
-    let scenarios: Vec<(&str, &str, usize)> = [
-        ("publish", "publish", window),
-        ("publish-deep", "publish", deep_window),
-        ("auto", "auto", window),
-        ("tracked", "tracked", window),
+    let sequential_records = env_usize("COMPARE_SEQUENTIAL", 5000);
+    // (name, what the child does, publishes in flight, partitions of a publish topic)
+    let scenarios: Vec<(&str, &str, usize, i32)> = [
+        ("publish", "publish", window, PARTITIONS),
+        ("publish-deep", "publish", deep_window, PARTITIONS),
+        ("publish-1p", "publish", window, 1),
+        ("publish-1p-deep", "publish", deep_window, 1),
+        ("sequential", "sequential", 1, 1),
+        ("auto", "auto", window, PARTITIONS),
+        ("tracked", "tracked", window, PARTITIONS),
     ]
     .into_iter()
-    .filter(|(name, _, _)| wanted(name))
+    .filter(|(name, ..)| wanted(name))
     .collect();
     for round in 0..rounds {
-        let order = if round % 2 == 0 {
-            sides
-        } else {
-            [sides[1], sides[0]]
-        };
-        for &(scenario, kind, in_flight) in &scenarios {
-            for side in order {
-                let (topic, records) = if kind == "publish" {
+        // Each side leads in turn.
+        let mut order = sides.clone();
+        order.rotate_left(round % sides.len());
+        for &(scenario, kind, in_flight, partitions) in &scenarios {
+            for &side in &order {
+                let publishes = kind == "publish" || kind == "sequential";
+                let (topic, records) = if publishes {
                     let topic = unique("cmp-publish");
-                    runtime.block_on(create_topic(&admin, &topic));
+                    runtime.block_on(create_topic(&admin, &topic, partitions));
                     topics.push(topic.clone());
-                    (topic, publish_records)
+                    let records = if kind == "sequential" {
+                        sequential_records
+                    } else {
+                        publish_records
+                    };
+                    (topic, records)
                 } else {
                     (consume_topic.clone(), consume_records)
                 };
-                let (rate, hwm) = run_child(
+                let got = run_child(
                     &[],
                     &[
                         kind,
@@ -386,14 +553,24 @@ fn main() {
                     ],
                 );
                 eprintln!(
-                    "compare: round {} {scenario:12} {side:4} {rate:>10.0} records/s, peak RSS {:.1} MiB",
+                    "compare: round {} {scenario:15} {side:4} {:>10.0} records/s, {:.2} CPU us/record, peak RSS {:.1} MiB{}",
                     round + 1,
-                    hwm as f64 / 1024.0
+                    got.rate,
+                    got.cpu_us,
+                    got.hwm_kib as f64 / 1024.0,
+                    if kind == "sequential" {
+                        format!(", p50 {:.0} us, p99 {:.0} us", got.p50_us, got.p99_us)
+                    } else {
+                        String::new()
+                    }
                 );
                 let f = figures.entry((scenario, side)).or_default();
-                f.rates.push(rate);
-                f.rss_kib.push(hwm as f64);
-                if kind == "publish" {
+                f.rates.push(got.rate);
+                f.rss_kib.push(got.hwm_kib as f64);
+                f.cpu_us.push(got.cpu_us);
+                f.p50_us.push(got.p50_us);
+                f.p99_us.push(got.p99_us);
+                if publishes {
                     // The log of a publish round is read by nobody.
                     let _ = runtime
                         .block_on(admin.delete_topics(&[topic.as_str()], Duration::from_secs(30)));
@@ -412,7 +589,7 @@ fn main() {
             .map(|n| {
                 let topic = unique(&format!("cmp-cg{n}"));
                 runtime.block_on(async {
-                    create_topic(&admin, &topic).await;
+                    create_topic(&admin, &topic, PARTITIONS).await;
                     ours::publish(&url(), &topic, n - 1, window).await;
                 });
                 topics.push(topic.clone());
@@ -426,7 +603,7 @@ fn main() {
             .filter(|m| named(m) || !(named("auto") || named("tracked")))
             .collect();
         for scenario in modes {
-            for side in sides {
+            for &side in &sides {
                 let mut totals = Vec::new();
                 for (n, topic) in &sized {
                     let out = dir.join(format!("callgrind.{side}.{scenario}.{n}.out"));
@@ -464,22 +641,28 @@ fn main() {
     let mut report = String::new();
     let _ = writeln!(
         report,
-        "\n{:<26} {:>14} {:>14} {:>12}",
-        "figure (median)", "ours", "rdkafka", "ours/rdkafka"
+        "\n{:<30} {:>14} {:>14} {:>12} {:>14} {:>10}",
+        "figure (median)", "ours", "rdkafka", "ours/rdkafka", "ours+sight", "sight/ours"
     );
-    for (scenario, _, _) in &scenarios {
+    // The sight columns, where `seen` ran.
+    let sight = |seen: Option<f64>, ours: f64| {
+        seen.map_or_else(String::new, |v| format!(" {v:>14.1} {:>10.3}", v / ours))
+    };
+    for (scenario, kind, ..) in &scenarios {
         let (Some(o), Some(r)) = (
             figures.get(&(scenario, "ours")),
             figures.get(&(scenario, "rd")),
         ) else {
             continue;
         };
+        let seen = figures.get(&(scenario, "seen"));
         let (ro, rr) = (median(o.rates.clone()), median(r.rates.clone()));
         let _ = writeln!(
             report,
-            "{:<26} {ro:>14.0} {rr:>14.0} {:>12.2}",
+            "{:<30} {ro:>14.0} {rr:>14.0} {:>12.2}{}",
             format!("{scenario} records/s"),
-            ro / rr
+            ro / rr,
+            sight(seen.map(|s| median(s.rates.clone())), ro)
         );
         let (mo, mr) = (
             median(o.rss_kib.clone()) / 1024.0,
@@ -487,10 +670,37 @@ fn main() {
         );
         let _ = writeln!(
             report,
-            "{:<26} {mo:>14.1} {mr:>14.1} {:>12.2}",
+            "{:<30} {mo:>14.1} {mr:>14.1} {:>12.2}{}",
             format!("{scenario} peak RSS MiB"),
-            mo / mr
+            mo / mr,
+            sight(seen.map(|s| median(s.rss_kib.clone()) / 1024.0), mo)
         );
+        let (co, cr) = (median(o.cpu_us.clone()), median(r.cpu_us.clone()));
+        let _ = writeln!(
+            report,
+            "{:<30} {co:>14.2} {cr:>14.2} {:>12.2}{}",
+            format!("{scenario} CPU us/record"),
+            co / cr,
+            sight(seen.map(|s| median(s.cpu_us.clone())), co)
+        );
+        if *kind == "sequential" {
+            for (name, pick) in [
+                (
+                    "p50",
+                    (|f: &Figures| f.p50_us.clone()) as fn(&Figures) -> Vec<f64>,
+                ),
+                ("p99", |f: &Figures| f.p99_us.clone()),
+            ] {
+                let (lo, lr) = (median(pick(o)), median(pick(r)));
+                let _ = writeln!(
+                    report,
+                    "{:<30} {lo:>14.0} {lr:>14.0} {:>12.2}{}",
+                    format!("{scenario} {name} us"),
+                    lo / lr,
+                    sight(seen.map(|s| median(pick(s))), lo)
+                );
+            }
+        }
     }
     for scenario in ["auto", "tracked"] {
         if let (Some(o), Some(r)) = (
@@ -499,20 +709,25 @@ fn main() {
         ) {
             let _ = writeln!(
                 report,
-                "{:<26} {o:>14.0} {r:>14.0} {:>12.2}",
+                "{:<30} {o:>14.0} {r:>14.0} {:>12.2}{}",
                 format!("{scenario} instr/record"),
-                o / r
+                o / r,
+                sight(instructions.get(&(scenario, "seen")).copied(), *o)
             );
         }
     }
-    for (scenario, _, _) in &scenarios {
+    for (scenario, ..) in &scenarios {
         if let Some(f) = figures.get(&(scenario, "ours")) {
             let r = &figures[&(*scenario, "rd")];
+            let rounded = |f: &Figures| f.rates.iter().map(|r| r.round()).collect::<Vec<_>>();
             let _ = writeln!(
                 report,
-                "rounds {scenario}: ours {:?} rdkafka {:?}",
-                f.rates.iter().map(|r| r.round()).collect::<Vec<_>>(),
-                r.rates.iter().map(|r| r.round()).collect::<Vec<_>>()
+                "rounds {scenario}: ours {:?} rdkafka {:?}{}",
+                rounded(f),
+                rounded(r),
+                figures
+                    .get(&(*scenario, "seen"))
+                    .map_or_else(String::new, |s| format!(" ours+sight {:?}", rounded(s)))
             );
         }
     }
