@@ -24,9 +24,8 @@ use ruststream::{
 use tokio::runtime::Handle;
 use tokio::sync::{OnceCell, watch};
 
-use crate::client::{
-    Client, ClientConfig, Observer, Observers, Producer, ProducerConfig, without_userinfo,
-};
+use crate::client::{Client, Observer, Observers};
+use crate::connection::{BrokerState, ConnectedKafkaBroker, Link, redacted_servers};
 use crate::eos::EosRegistry;
 use crate::error::KafkaError;
 use crate::properties::{ProducerProperties, Properties, log_not_acted_on};
@@ -66,15 +65,6 @@ pub struct KafkaBroker {
     /// The schema registry and prefetch attached to this broker.
     #[cfg(feature = "schema-registry")]
     registry_edges: crate::schema_registry::Edges,
-}
-
-/// The servers as `Debug` and errors show them: credentials written into an address
-/// (`SASL_SSL://user:secret@host:9093`) are replaced, the rest kept.
-fn redacted_servers(servers: &[String]) -> Vec<String> {
-    servers
-        .iter()
-        .map(|server| without_userinfo(server).into_owned())
-        .collect()
 }
 
 impl fmt::Debug for KafkaBroker {
@@ -223,13 +213,6 @@ impl Broker for KafkaBroker {
     }
 }
 
-/// The in-process arm a connection is opened with (nothing without the `testing` feature).
-#[cfg(feature = "testing")]
-pub(crate) type Link = Option<Arc<crate::testing::link::InProcessLink>>;
-/// The in-process arm a connection is opened with (nothing without the `testing` feature).
-#[cfg(not(feature = "testing"))]
-pub(crate) type Link = Option<std::convert::Infallible>;
-
 impl KafkaBroker {
     /// Refuses a broker with no bootstrap server, as `connect` does before any I/O.
     pub(crate) fn check_servers(&self) -> Result<(), KafkaError> {
@@ -341,246 +324,7 @@ impl DescribeServer for KafkaBroker {
     }
 }
 
-/// The connection state every handle of one connected broker shares.
-pub(crate) struct BrokerState {
-    servers: Vec<String>,
-    default_group: Option<String>,
-    /// `bootstrap.servers` and the broker's `config`: the base of every client.
-    base: Properties,
-    /// The base with the producer overlay.
-    producer_properties: Properties,
-    producer_settings: ProducerProperties,
-    flush_timeout: Duration,
-    assignment_timeout: Duration,
-    /// The runtime `connect` ran on; the crate's tasks run here.
-    runtime: Handle,
-    closed: AtomicBool,
-    /// The connect probe's client, kept for the producers.
-    client: Client,
-    /// The shared plain producer, created by the first publish.
-    producer: OnceCell<Producer>,
-    /// The `Commit::Transactional` subscriptions, by pipeline id.
-    eos: EosRegistry,
-    /// Consumers whose subscription is gone and whose close (commit, leave) still runs.
-    closing_consumers: watch::Sender<usize>,
-    /// Every subscription opened, in order: how the cluster routes a record to them.
-    opened: std::sync::Mutex<Vec<Opened>>,
-    /// Registered on every client the broker builds.
-    observers: Observers,
-    /// The embedded cluster of an in-process connection.
-    #[cfg(feature = "testing")]
-    in_process: Link,
-    /// What the transport hooks into publishes and deliveries (the in-process link's count).
-    handover: Option<Arc<dyn crate::handover::Handover>>,
-    /// The schema registry edges the subscriptions apply.
-    #[cfg(feature = "schema-registry")]
-    registry_edges: crate::schema_registry::Edges,
-}
-
-/// A subscription as routing sees it.
-#[cfg_attr(
-    not(feature = "testing"),
-    allow(dead_code, reason = "read by the in-process routing of `testing`")
-)]
-#[derive(Debug, Clone)]
-pub(crate) struct Opened {
-    pub(crate) name: String,
-    pub(crate) group: Option<String>,
-    pub(crate) topics: Vec<String>,
-    pub(crate) pattern: Option<regex::Regex>,
-    /// Whether it reads named partitions (a manual assignment, outside any group's sharing).
-    pub(crate) partitions: bool,
-}
-
-impl Opened {
-    /// Whether it reads `topic`.
-    #[cfg_attr(
-        not(feature = "testing"),
-        allow(dead_code, reason = "read by the in-process routing of `testing`")
-    )]
-    pub(crate) fn reads(&self, topic: &str) -> bool {
-        self.topics.iter().any(|t| t == topic)
-            || self.pattern.as_ref().is_some_and(|p| p.is_match(topic))
-    }
-}
-
-impl fmt::Debug for BrokerState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BrokerState")
-            .field("servers", &redacted_servers(&self.servers))
-            .field("default_group", &self.default_group)
-            .field("closed", &self.is_closed())
-            .field("producer_open", &self.producer.initialized())
-            .finish_non_exhaustive()
-    }
-}
-
-impl BrokerState {
-    /// `config` with the observers every client of this broker reports to.
-    pub(crate) fn observed(&self, mut config: ClientConfig) -> ClientConfig {
-        config.observers = self.observers.clone();
-        config
-    }
-
-    #[cfg(feature = "schema-registry")]
-    pub(crate) fn registry_edges(&self) -> &crate::schema_registry::Edges {
-        &self.registry_edges
-    }
-
-    pub(crate) fn default_group(&self) -> Option<&str> {
-        self.default_group.as_deref()
-    }
-
-    pub(crate) fn base_properties(&self) -> &Properties {
-        &self.base
-    }
-
-    pub(crate) fn producer_properties(&self) -> &Properties {
-        &self.producer_properties
-    }
-
-    pub(crate) fn producer_settings(&self) -> &ProducerProperties {
-        &self.producer_settings
-    }
-
-    pub(crate) fn assignment_timeout(&self) -> Duration {
-        self.assignment_timeout
-    }
-
-    pub(crate) fn runtime(&self) -> &Handle {
-        &self.runtime
-    }
-
-    pub(crate) fn client(&self) -> &Client {
-        &self.client
-    }
-
-    pub(crate) fn eos(&self) -> &EosRegistry {
-        &self.eos
-    }
-
-    /// Notes a subscription opened on this connection.
-    pub(crate) fn note_opened(&self, opened: Opened) {
-        self.opened
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(opened);
-    }
-
-    /// Every subscription opened on this connection, in order.
-    #[cfg_attr(
-        not(feature = "testing"),
-        allow(dead_code, reason = "read by the in-process routing of `testing`")
-    )]
-    pub(crate) fn opened(&self) -> Vec<Opened> {
-        self.opened
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The observers every client of this broker reports to (the adapter's events too).
-    pub(crate) fn observers(&self) -> &Observers {
-        &self.observers
-    }
-
-    /// The transport's hand-over, where it promises more than Kafka (in process).
-    pub(crate) fn handover(&self) -> Option<&Arc<dyn crate::handover::Handover>> {
-        self.handover.as_ref()
-    }
-
-    /// The embedded cluster link of an in-process connection.
-    #[cfg(feature = "testing")]
-    pub(crate) fn in_process(&self) -> Option<&Arc<crate::testing::link::InProcessLink>> {
-        self.in_process.as_ref()
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-
-    /// A subscription's last handle is gone: its consumer is closing.
-    pub(crate) fn consumer_closing(&self) {
-        self.closing_consumers.send_modify(|n| *n += 1);
-    }
-
-    /// A closing consumer finished (committed and left its group).
-    pub(crate) fn consumer_closed(&self) {
-        self.closing_consumers
-            .send_modify(|n| *n = n.saturating_sub(1));
-    }
-
-    /// How many consumers whose subscription was dropped are still closing.
-    #[cfg(feature = "testing")]
-    pub(crate) fn closing_count(&self) -> usize {
-        *self.closing_consumers.borrow()
-    }
-
-    /// Waits until every consumer whose subscription was dropped has closed (committed and
-    /// left its group).
-    #[cfg(feature = "testing")]
-    pub(crate) async fn consumers_closed(&self) {
-        let mut closing = self.closing_consumers.subscribe();
-        let _ = closing.wait_for(|n| *n == 0).await;
-    }
-
-    /// Fails with [`KafkaError::Closed`] naming `what` once the broker is shut down.
-    pub(crate) fn ensure_open(&self, what: &str) -> Result<(), KafkaError> {
-        if self.is_closed() {
-            Err(KafkaError::closed(what))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The shared producer, created on first use (racing first publishes share one).
-    ///
-    /// Once it exists this is a plain read: the creation path is a boxed future of its own, so
-    /// that every publish future does not carry the room it needs.
-    pub(crate) async fn producer(&self) -> Result<&Producer, KafkaError> {
-        match self.producer.get() {
-            Some(producer) => Ok(producer),
-            None => Box::pin(self.create_producer()).await,
-        }
-    }
-
-    async fn create_producer(&self) -> Result<&Producer, KafkaError> {
-        self.producer
-            .get_or_try_init(|| async {
-                let config: ProducerConfig = self.producer_settings().producer_config();
-                // The producer's tasks belong on the broker's runtime, whoever publishes first.
-                let _on_runtime = self.runtime.enter();
-                Producer::new(self.client.clone(), config).map_err(KafkaError::publish)
-            })
-            .await
-    }
-}
-
-/// A connected broker: opens subscriptions and pairs publishers. Consumed by `shutdown`.
-#[derive(Debug)]
-pub struct ConnectedKafkaBroker {
-    state: Arc<BrokerState>,
-}
-
 impl ConnectedKafkaBroker {
-    pub(crate) fn state(&self) -> &BrokerState {
-        &self.state
-    }
-
-    pub(crate) fn shared_state(&self) -> Arc<BrokerState> {
-        Arc::clone(&self.state)
-    }
-
-    /// The embedded cluster this broker was connected to in process
-    /// (`TestApp::start`, `TestApp::with_state`), `None` for a connection to real servers.
-    /// Its [`faults`](crate::testing::EmbeddedCluster::faults) let a test put the service
-    /// through a rebalance, an expired session, a moved leader or failing requests.
-    #[cfg(feature = "testing")]
-    #[must_use]
-    pub fn embedded_cluster(&self) -> Option<crate::testing::EmbeddedCluster> {
-        self.state.in_process().map(|link| link.cluster.clone())
-    }
-
     /// A plain publisher on the shared producer (what pairing a [`KafkaPublish`] gives).
     #[must_use]
     pub fn publisher(&self, policy: KafkaPublish) -> KafkaPublisher {

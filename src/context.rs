@@ -12,7 +12,8 @@ use bytes::Bytes;
 use ruststream::{BuildBatchContext, BuildContext, Str};
 
 use crate::message::KafkaMessage;
-use crate::seek::{KafkaPosition, KafkaSeeker};
+use crate::position::KafkaPosition;
+use crate::seek::KafkaSeeker;
 
 /// What a handler knows about the delivery it handles.
 #[derive(Clone)]
@@ -126,7 +127,8 @@ pub mod keys {
 
     use super::{KafkaBatchContext, KafkaContext};
     use crate::eos::SourceOffset;
-    use crate::seek::{KafkaPosition, KafkaSeeker};
+    use crate::position::KafkaPosition;
+    use crate::seek::KafkaSeeker;
 
     /// The record's topic (a shared name: owning it copies nothing).
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

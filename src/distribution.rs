@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ruststream::runtime::{ContextKind, Outgoing, PublishTransform, Reads};
 
 use crate::message::PARTITION_KEY_HEADER;
-use crate::publisher::KafkaOptions;
+use crate::produce::KafkaOptions;
 
 /// A publish transform cycling records over partitions `0..count`, from a counter starting at
 /// 0 shared by this instance. Records with a `kafka-partition-key` header or a pinned

@@ -18,6 +18,7 @@ pub mod avro;
 mod bindings;
 mod broker;
 pub mod client;
+mod connection;
 pub mod context;
 mod distribution;
 mod eos;
@@ -29,7 +30,9 @@ mod handover;
 mod message;
 #[cfg(doctest)]
 mod must_use;
+mod position;
 pub mod prelude;
+mod produce;
 pub mod properties;
 #[cfg(feature = "protobuf")]
 pub mod protobuf;
@@ -47,14 +50,17 @@ pub mod testing;
 mod tracker;
 mod transactional;
 
-pub use broker::{ClosedKafkaBroker, ConnectedKafkaBroker, KafkaBroker};
+pub use broker::{ClosedKafkaBroker, KafkaBroker};
+pub use connection::ConnectedKafkaBroker;
 pub use distribution::RoundRobin;
 pub use eos::{EOS_SOURCE_HEADER, EosPipeline, EosReplies, KafkaEosPublish, SourceOffset};
 pub use error::KafkaError;
 pub use message::{KafkaMessage, PARTITION_KEY_HEADER};
+pub use position::KafkaPosition;
+pub use produce::KafkaOptions;
 #[cfg(feature = "protobuf")]
 pub use protobuf::{KafkaFramedPublish, KafkaFramedPublisher, ProtobufFrame};
-pub use publisher::{KafkaOptions, KafkaPublish, KafkaPublishSteps, KafkaPublisher};
+pub use publisher::{KafkaPublish, KafkaPublishSteps, KafkaPublisher};
 pub use redelivery::ToSourceTopic;
 #[cfg(feature = "schema-registry")]
 pub use schema_registry::{
@@ -62,7 +68,7 @@ pub use schema_registry::{
     SchemaCache, SchemaCachePolicy, SchemaFrame, SchemaFramed, SchemaPrefetch, SchemaRegistry,
     SchemaType, SubjectStrategy,
 };
-pub use seek::{KafkaPosition, KafkaSeeker};
+pub use seek::KafkaSeeker;
 pub use spans::{KafkaTraced, KafkaTracing};
 pub use subscriber::KafkaSubscriber;
 pub use subscription::{

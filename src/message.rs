@@ -15,8 +15,9 @@ use ruststream::{AckError, HeaderMap, IncomingMessage, Partitioned, Positioned, 
 use crate::client::Record;
 use crate::client::observe::{Event, Interest, Settlement};
 use crate::eos::{EOS_SOURCE_HEADER, source_header_value};
-use crate::seek::KafkaPosition;
-use crate::subscriber::{Partition, SubCore};
+use crate::handover::Alive;
+use crate::position::KafkaPosition;
+use crate::subscriber::shared::{Partition, Requeued, SubCore};
 use crate::subscription::{Commit, LaneKey};
 
 /// The header a record's native key travels in: a publish moves it into the key, a delivery
@@ -32,6 +33,9 @@ pub(crate) fn is_partition_key(name: &str) -> bool {
 /// One delivery: the record and its settlement handle. It may outlive its subscription; the
 /// consumer closes when the last delivery, the subscriber and every seeker are gone.
 pub struct KafkaMessage {
+    /// First, so that it drops first: the transport counts the delivery gone while its
+    /// subscription is still held.
+    alive: Alive,
     core: Arc<SubCore>,
     part: Arc<Partition>,
     generation: u64,
@@ -58,6 +62,7 @@ impl KafkaMessage {
         record: Record,
     ) -> Self {
         let message = Self {
+            alive: Alive::open(core.state.handover()),
             core,
             part,
             generation,
@@ -67,10 +72,10 @@ impl KafkaMessage {
         if matches!(message.core.commit, Commit::Transactional(_)) {
             let _ = message.headers.set(message.build_headers());
         }
-        if let Some(handover) = message.core.state.handover() {
-            handover.delivery_opened();
-        }
         let observers = message.core.state.observers();
+        if observers.wants(Interest::DELIVERY_COUNTS) {
+            message.part.counts.delivered();
+        }
         if observers.wants(Interest::DELIVERY) {
             observers.emit(&Event::Delivered {
                 topic: message.topic(),
@@ -79,6 +84,25 @@ impl KafkaMessage {
             });
         }
         message
+    }
+
+    /// A delivery handed back with `nack(true)`, handed out again as it was (not reported
+    /// delivered a second time).
+    pub(crate) fn again(core: Arc<SubCore>, requeued: Requeued) -> Self {
+        let Requeued {
+            part,
+            generation,
+            record,
+            alive,
+        } = requeued;
+        Self {
+            alive,
+            core,
+            part,
+            generation,
+            record,
+            headers: OnceLock::new(),
+        }
     }
 
     /// Replaces the payload handlers see (the registry edge's JSON for a framed record).
@@ -129,11 +153,6 @@ impl KafkaMessage {
         &self.core
     }
 
-    /// Whether its partition was not repositioned since it was fetched.
-    pub(crate) fn is_current(&self) -> bool {
-        self.part.is_current(self.generation)
-    }
-
     fn build_headers(&self) -> HeaderMap {
         let wire = &self.record.headers;
         let extra = usize::from(self.record.key.is_some())
@@ -166,6 +185,9 @@ impl KafkaMessage {
 
     /// Tells the observers that ask how this delivery was settled.
     fn report(&self, outcome: Settlement, settled: &Result<(), AckError>) {
+        if self.core.state.observers().wants(Interest::DELIVERY_COUNTS) {
+            self.part.counts.settled(outcome, settled.is_ok());
+        }
         if self.core.state.observers().wants(Interest::DELIVERY) {
             report_settled(
                 &self.core,
@@ -204,15 +226,6 @@ impl KafkaMessage {
             Commit::Auto => {}
         }
         Ok(())
-    }
-}
-
-/// Where the transport counts deliveries alive (in process), a dropped one is no longer.
-impl Drop for KafkaMessage {
-    fn drop(&mut self) {
-        if let Some(handover) = self.core.state.handover() {
-            handover.delivery_closed();
-        }
     }
 }
 
@@ -262,6 +275,12 @@ impl IncomingMessage for KafkaMessage {
             .observers()
             .wants(Interest::DELIVERY)
             .then(|| (Arc::clone(&self.core), self.part.tp.clone(), self.offset()));
+        let counting = self
+            .core
+            .state
+            .observers()
+            .wants(Interest::DELIVERY_COUNTS)
+            .then(|| Arc::clone(&self.part));
         let settled = match (&self.core.commit, requeue) {
             // Under Transactional a requeue is the open window's business: it aborts, and its
             // replay brings the record back.
@@ -269,11 +288,26 @@ impl IncomingMessage for KafkaMessage {
             (Commit::Auto, true) => Err(AckError::Unsupported),
             (Commit::Tracked | Commit::Transactional(_), false) => self.settle(),
             (Commit::Tracked, true) => {
-                let core = Arc::clone(&self.core);
-                core.requeue(self);
+                let KafkaMessage {
+                    alive,
+                    core,
+                    part,
+                    generation,
+                    record,
+                    headers: _,
+                } = self;
+                core.requeue(Requeued {
+                    part,
+                    generation,
+                    record,
+                    alive,
+                });
                 Ok(())
             }
         };
+        if let Some(part) = counting {
+            part.counts.settled(outcome, settled.is_ok());
+        }
         if let Some((core, tp, offset)) = reporting {
             report_settled(&core, &tp.topic, tp.partition, offset, outcome, &settled);
         }

@@ -22,7 +22,7 @@ use ruststream::asyncapi::Bindings;
 use ruststream::runtime::{Outgoing, PublishLayer, PublishNext, PublishPipeline};
 use ruststream::{OutgoingFor, OutgoingMessage, PairError, PublishPolicy, Publisher};
 
-use crate::broker::ConnectedKafkaBroker;
+use crate::connection::ConnectedKafkaBroker;
 use crate::error::KafkaError;
 use crate::publisher::{KafkaPublish, KafkaPublisher};
 use crate::schema_registry::{

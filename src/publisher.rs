@@ -1,52 +1,18 @@
 //! Publishing: [`KafkaPublish`] (the policy), [`KafkaPublisher`] (the live handle on the shared
-//! producer), [`KafkaOptions`] and the [`KafkaPublishSteps::partition`] step.
-//!
-//! A record's destination is the message's name. The `kafka-partition-key` header becomes the
-//! native key and is not sent as a header; the `kafka-eos-source` header never reaches the
-//! wire; every other header is sent as a wire header, and a message without headers sends no
-//! header list at all. Size is checked as librdkafka checks it against `message.max.bytes`.
+//! producer) and the [`KafkaPublishSteps::partition`] step. How one message becomes a record
+//! and its delivery report is `produce`'s.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use ruststream::runtime::{PublishBuilder, PublishSink};
-use ruststream::{
-    DefaultPublish, HeaderMap, Lend, OutgoingMessage, PairError, PublishPolicy, Publisher,
-};
+use ruststream::{DefaultPublish, Lend, OutgoingMessage, PairError, PublishPolicy, Publisher};
 
-use crate::broker::{BrokerState, ConnectedKafkaBroker};
-use crate::client::records::Header;
-use crate::client::{
-    DeliveryFuture, Error as ClientError, Producer, ProducerRecord, RecordMetadata,
-};
-use crate::eos::EOS_SOURCE_HEADER;
+use crate::connection::{BrokerState, ConnectedKafkaBroker};
 use crate::error::KafkaError;
-use crate::message::PARTITION_KEY_HEADER;
-use crate::subscription::check_topic_name;
+use crate::produce::{KafkaOptions, hand_over, producer_record, send, under_way};
 use crate::transactional::KafkaTransactionalPublish;
-
-/// Per-record settings. Unset fields keep the policy's defaults.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[must_use]
-pub struct KafkaOptions {
-    partition: Option<i32>,
-}
-
-impl KafkaOptions {
-    /// Places the record on `partition`, ahead of its key and the partitioner.
-    pub const fn partition(mut self, partition: i32) -> Self {
-        self.partition = Some(partition);
-        self
-    }
-
-    /// The pinned partition, if any.
-    #[must_use]
-    pub const fn partition_setting(self) -> Option<i32> {
-        self.partition
-    }
-}
 
 /// Kafka's steps on the framework's publish builder: `out.message(&v).partition(2).publish()`.
 pub trait KafkaPublishSteps {
@@ -168,80 +134,4 @@ impl Publisher for KafkaPublisher {
         hand_over(&self.state, &report).await;
         Ok(())
     }
-}
-
-/// Marks a publish under way for as long as the value lives, where the transport counts
-/// publishes (in process); nothing on a live connection.
-pub(crate) fn under_way(state: &BrokerState) -> Option<crate::handover::Mark> {
-    crate::handover::publishing(state.handover())
-}
-
-/// Waits until the subscriptions of this connection hold the delivered record ready, where
-/// the transport promises it (in process); nothing on a live connection.
-pub(crate) async fn hand_over(state: &BrokerState, report: &RecordMetadata) {
-    crate::handover::handed_over(state.handover(), Some((&report.topic, report.partition))).await;
-}
-
-/// Sends `record` and waits for its delivery report.
-pub(crate) async fn send(
-    producer: &Producer,
-    record: ProducerRecord,
-    queue_timeout: Option<Duration>,
-) -> Result<RecordMetadata, KafkaError> {
-    let queued = match queue_timeout {
-        Some(bound) => producer.send_timeout(record, bound).await,
-        None => producer.send(record).await,
-    };
-    report(queued).await
-}
-
-/// Waits for the delivery report of a record that was queued, or reports why it was not.
-pub(crate) async fn delivered(
-    queued: Result<DeliveryFuture, ClientError>,
-) -> Result<(), KafkaError> {
-    report(queued).await.map(drop)
-}
-
-/// The delivery report of a record that was queued, or why it was not queued or delivered.
-pub(crate) async fn report(
-    queued: Result<DeliveryFuture, ClientError>,
-) -> Result<RecordMetadata, KafkaError> {
-    queued
-        .map_err(KafkaError::publish)?
-        .await
-        .map_err(KafkaError::publish)
-}
-
-/// The native record for a message: the key header becomes the key, the source header is
-/// dropped, the rest are wire headers.
-pub(crate) fn producer_record(
-    topic: &str,
-    payload: &[u8],
-    mut headers: HeaderMap,
-    options: Option<&KafkaOptions>,
-) -> Result<ProducerRecord, KafkaError> {
-    check_topic_name(topic).map_err(|e| KafkaError::Publish(KafkaError::text(e)))?;
-    let key = headers.remove(PARTITION_KEY_HEADER);
-    headers.remove(EOS_SOURCE_HEADER);
-    let wire: Vec<Header> = if headers.is_empty() {
-        Vec::new()
-    } else {
-        headers
-            .iter()
-            .map(|(name, _)| {
-                Header::new(
-                    Bytes::copy_from_slice(name.as_bytes()),
-                    Some(headers.get_shared(name).unwrap_or_default()),
-                )
-            })
-            .collect()
-    };
-    Ok(ProducerRecord {
-        topic: topic.to_owned(),
-        partition: options.and_then(|o| o.partition_setting()),
-        key,
-        value: Some(Bytes::copy_from_slice(payload)),
-        headers: wire,
-        timestamp: None,
-    })
 }

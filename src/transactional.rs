@@ -26,14 +26,14 @@ use ruststream::{
 };
 use tokio::sync::OnceCell;
 
-use crate::broker::{BrokerState, ConnectedKafkaBroker};
 use crate::client::consumer::{GroupMetadata, OffsetToCommit};
 use crate::client::{
     DeliveryFuture, Error as ClientError, ProducerRecord, TransactionErrorKind,
     TransactionalProducer,
 };
+use crate::connection::{BrokerState, ConnectedKafkaBroker};
 use crate::error::KafkaError;
-use crate::publisher::{KafkaOptions, hand_over, producer_record, report, send, under_way};
+use crate::produce::{KafkaOptions, hand_over, producer_record, report, send, under_way};
 
 /// The call deadline of `init`, `commit` and `abort` unless the policy sets one.
 const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);

@@ -21,9 +21,7 @@ use metrics::{
 };
 
 use crate::client::Error;
-use crate::client::observe::{
-    Event, Interest, Observer, PartitionChange, RequestOutcome, Settlement,
-};
+use crate::client::observe::{Event, Interest, Observer, PartitionChange, RequestOutcome};
 
 /// Records the client's events as metrics through the [`metrics`] facade.
 ///
@@ -60,7 +58,9 @@ use crate::client::observe::{
 /// | `kafka_consumer_delivered_total` | counter | `topic` | records handed to handlers |
 /// | `kafka_consumer_settled_total` | counter | `topic`, `outcome` | settlements: `acked`, `rejected`, `requeued`, `refused` (not taken) |
 ///
-/// The queue gauges are sampled every `statistics.interval.ms` (every second when it is 0). A
+/// The delivered and settled counters move about once a second (from the per-partition sums
+/// of [`Interest::DELIVERY_COUNTS`]). The queue gauges are sampled every
+/// `statistics.interval.ms` (every second when it is 0). A
 /// partition's lag changes when a fetch answer names the partition; once the partition moves
 /// to another member its last value stays until the exporter retires idle series (for the
 /// Prometheus exporter, its `idle_timeout`).
@@ -198,15 +198,24 @@ fn describe_consumer() {
 }
 
 impl Observer for MetricsObserver {
+    /// Every family but the per-record [`Interest::DELIVERY`]: deliveries and settlements
+    /// are counted from their per-partition sums ([`Interest::DELIVERY_COUNTS`]), so that
+    /// watching costs a consumer next to nothing per record.
     fn interest(&self) -> Interest {
-        Interest::ALL
+        Interest::CONNECTIONS
+            | Interest::REQUESTS
+            | Interest::PRODUCE
+            | Interest::FETCH
+            | Interest::GROUP
+            | Interest::STATISTICS
+            | Interest::DELIVERY_COUNTS
     }
 
     fn on_event(&self, event: &Event<'_>) {
         match event.interest() {
             Interest::CONNECTIONS | Interest::REQUESTS => connections(event),
             Interest::PRODUCE | Interest::STATISTICS => produce(event),
-            Interest::DELIVERY => delivery(event),
+            Interest::DELIVERY_COUNTS => delivery(event),
             _ => consume(event),
         }
     }
@@ -322,32 +331,37 @@ fn produce(event: &Event<'_>) {
     }
 }
 
-/// The adapter's deliveries and their settlements.
+/// The adapter's deliveries and their settlements, from their per-partition sums.
 fn delivery(event: &Event<'_>) {
-    match *event {
-        Event::Delivered { topic, .. } => {
-            counter!("kafka_consumer_delivered_total", "topic" => topic.to_owned()).increment(1);
+    if let Event::DeliveryCounts {
+        topic,
+        delivered,
+        acked,
+        rejected,
+        requeued,
+        refused,
+        ..
+    } = *event
+    {
+        if delivered > 0 {
+            counter!("kafka_consumer_delivered_total", "topic" => topic.to_owned())
+                .increment(delivered);
         }
-        Event::Settled {
-            topic,
-            outcome,
-            accepted,
-            ..
-        } => {
-            let outcome = match (accepted, outcome) {
-                (false, _) => "refused",
-                (true, Settlement::Acked) => "acked",
-                (true, Settlement::Rejected) => "rejected",
-                (true, Settlement::Requeued) => "requeued",
-            };
-            counter!(
-                "kafka_consumer_settled_total",
-                "topic" => topic.to_owned(),
-                "outcome" => outcome
-            )
-            .increment(1);
+        for (outcome, n) in [
+            ("acked", acked),
+            ("rejected", rejected),
+            ("requeued", requeued),
+            ("refused", refused),
+        ] {
+            if n > 0 {
+                counter!(
+                    "kafka_consumer_settled_total",
+                    "topic" => topic.to_owned(),
+                    "outcome" => outcome
+                )
+                .increment(n);
+            }
         }
-        _ => {}
     }
 }
 

@@ -45,6 +45,10 @@ impl Interest {
     /// Each record handed to a handler, and how the handler settled it (the adapter's
     /// subscriptions; one event per record, so built only when asked for).
     pub const DELIVERY: Interest = Interest(1 << 6);
+    /// The records handed to handlers and their settlements, counted per partition and told
+    /// as sums ([`Event::DeliveryCounts`]) about once a second and when the subscription
+    /// closes: what a metrics observer needs, for a relaxed atomic add per record.
+    pub const DELIVERY_COUNTS: Interest = Interest(1 << 7);
     /// Every family, those added later included.
     pub const ALL: Interest = Interest(u32::MAX);
 
@@ -289,6 +293,24 @@ pub enum Event<'a> {
         /// a store after the partition left, is refused).
         accepted: bool,
     },
+    /// What a subscription handed out and its handlers settled of one partition since the
+    /// last such event (see [`Interest::DELIVERY_COUNTS`]); never all zero.
+    DeliveryCounts {
+        /// Its topic.
+        topic: &'a str,
+        /// Its partition.
+        partition: i32,
+        /// Records handed to handlers.
+        delivered: u64,
+        /// Settlements taken, by outcome.
+        acked: u64,
+        /// Rejections taken (`nack(false)`).
+        rejected: u64,
+        /// Requeues taken (`nack(true)`).
+        requeued: u64,
+        /// Settlements refused (see [`Event::Settled`]'s `accepted`).
+        refused: u64,
+    },
     /// An offset commit came back.
     Commit {
         /// The group.
@@ -319,6 +341,7 @@ impl Event<'_> {
             Event::Rebalance { .. } | Event::Commit { .. } => Interest::GROUP,
             Event::ProducerQueue { .. } => Interest::STATISTICS,
             Event::Delivered { .. } | Event::Settled { .. } => Interest::DELIVERY,
+            Event::DeliveryCounts { .. } => Interest::DELIVERY_COUNTS,
         }
     }
 }

@@ -431,7 +431,8 @@ impl Observer for StatisticsObserver {
             Event::BatchFailed { .. }
             | Event::ProducerFatal { .. }
             | Event::Delivered { .. }
-            | Event::Settled { .. } => {}
+            | Event::Settled { .. }
+            | Event::DeliveryCounts { .. } => {}
         }
     }
 }

@@ -6,7 +6,7 @@
 //! itself contain `:`. The header never reaches the wire.
 
 mod pipeline;
-mod sources;
+pub(crate) mod sources;
 
 use bytes::Bytes;
 use ruststream::Str;

@@ -44,12 +44,13 @@ use tokio::sync::{Notify, RwLock};
 use tokio::time::Instant;
 
 use super::{EOS_SOURCE_HEADER, EosGroup, SourceOffset, decode_shared_source};
-use crate::broker::ConnectedKafkaBroker;
 use crate::client::ProducerRecord;
 use crate::client::consumer::OffsetToCommit;
+use crate::connection::ConnectedKafkaBroker;
 use crate::error::KafkaError;
-use crate::publisher::{KafkaOptions, KafkaPublish, delivered, producer_record};
-use crate::subscriber::Partition;
+use crate::produce::{KafkaOptions, delivered, producer_record};
+use crate::publisher::KafkaPublish;
+use crate::subscriber::partition::Partition;
 use crate::transactional::{
     KafkaTransactionalPublish, KafkaTransactionalPublisher, open_transactional,
 };
@@ -617,11 +618,11 @@ async fn commit(p: &Pipeline, enrolled: &HashMap<Key, Enrolled>) -> Result<(), E
         if positions.is_empty() {
             continue;
         }
-        let group = source.consumer.group_metadata().ok_or_else(|| {
+        let group = source.group_metadata().ok_or_else(|| {
             Ended::Failed(KafkaError::Publish(KafkaError::text(format!(
                 "exactly-once pipeline {id}: subscription {:?} has no consumer group, so its \
                  offsets cannot be committed in a transaction",
-                source.name
+                source.name()
             ))))
         })?;
         batches.push((positions, group));

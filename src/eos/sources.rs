@@ -11,11 +11,38 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::Notify;
 
-use crate::subscriber::{Partition, SubCore};
+use crate::client::consumer::{GroupMetadata, TopicPartition};
+use crate::error::KafkaError;
+use crate::position::KafkaPosition;
+use crate::subscriber::partition::Partition;
+
+/// A subscription feeding a pipeline, as the pipeline sees it.
+pub(crate) trait Source: Send + Sync {
+    /// The subscription's name, for errors.
+    fn name(&self) -> &str;
+
+    /// The assigned partition `partition` of `topic`, if this subscription reads it.
+    fn partition_of(&self, topic: &str, partition: i32) -> Option<Arc<Partition>>;
+
+    /// The next offset to read of every assigned partition with a stored position: what a
+    /// window commits for this subscription.
+    fn stored_positions(&self) -> Vec<(TopicPartition, i64)>;
+
+    /// Its consumer group's member identity, for a transaction's offsets (`None` without a
+    /// group).
+    fn group_metadata(&self) -> Option<GroupMetadata>;
+
+    /// Moves the subscription; resolves once its next delivery reflects the position.
+    fn seek(
+        &self,
+        to: KafkaPosition,
+    ) -> Pin<Box<dyn Future<Output = Result<(), KafkaError>> + Send + '_>>;
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -24,7 +51,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The `Commit::Transactional` subscriptions of one pipeline id.
 #[derive(Debug, Default)]
 pub(crate) struct EosGroup {
-    sources: Mutex<Vec<Weak<SubCore>>>,
+    sources: Mutex<Vec<Weak<dyn Source>>>,
     /// A source's stored watermark moved.
     pub settled: Notify,
     /// A source's partition was repositioned (assignment, revocation, seek).
@@ -65,14 +92,14 @@ impl EosGroup {
         Ok(())
     }
 
-    pub(crate) fn add(&self, source: &Arc<SubCore>) {
+    pub(crate) fn add(&self, source: Weak<dyn Source>) {
         let mut sources = lock(&self.sources);
         sources.retain(|s| s.strong_count() > 0);
-        sources.push(Arc::downgrade(source));
+        sources.push(source);
     }
 
     /// The sources still alive.
-    pub(crate) fn live(&self) -> Vec<Arc<SubCore>> {
+    pub(crate) fn live(&self) -> Vec<Arc<dyn Source>> {
         lock(&self.sources)
             .iter()
             .filter_map(Weak::upgrade)
@@ -84,7 +111,7 @@ impl EosGroup {
         &self,
         topic: &str,
         partition: i32,
-    ) -> Option<(Arc<SubCore>, Arc<Partition>)> {
+    ) -> Option<(Arc<dyn Source>, Arc<Partition>)> {
         lock(&self.sources)
             .iter()
             .filter_map(Weak::upgrade)

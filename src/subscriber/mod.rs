@@ -20,10 +20,9 @@
 //! [`pump`] the task that drives the consumer; this module the subscriber and its streams.
 
 mod open;
+pub(crate) mod partition;
 mod pump;
-mod shared;
-
-pub(crate) use shared::{Partition, SubCore};
+pub(crate) mod shared;
 
 use std::fmt;
 use std::num::NonZeroUsize;
@@ -35,14 +34,15 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use ruststream::{BatchSubscriber, Seekable, Subscriber};
 
-use crate::broker::BrokerState;
 use crate::client::Record;
+use crate::connection::BrokerState;
 use crate::error::KafkaError;
 use crate::message::KafkaMessage;
 use crate::seek::KafkaSeeker;
 use crate::subscription::{Commit, Plan};
 use open::open_here;
-use shared::{Item, lock};
+use partition::Partition;
+use shared::{Item, SubCore, lock};
 
 /// One consumer for one subscription; its stream delivers [`KafkaMessage`]s.
 pub struct KafkaSubscriber {
@@ -53,10 +53,6 @@ pub struct KafkaSubscriber {
     /// A delivery waiting on the schema registry, handed out before anything else.
     #[cfg(feature = "schema-registry")]
     resolving: std::sync::Mutex<Option<futures::future::BoxFuture<'static, KafkaMessage>>>,
-    /// In process, waits for the close this handle's drop starts: it drops after every other
-    /// field (fields drop in order), so after `core`.
-    #[cfg(feature = "testing")]
-    _close_wait: crate::testing::link::CloseWait,
 }
 
 struct Current {
@@ -77,8 +73,8 @@ impl fmt::Debug for KafkaSubscriber {
 impl Drop for KafkaSubscriber {
     fn drop(&mut self) {
         self.core.detached.store(true, Ordering::Release);
-        // Requeued deliveries hold the core; releasing them unsettled lets the consumer close
-        // (the group's next member reads them from the committed offset).
+        // Nothing will hand requeued deliveries out again: released unsettled (the group's next
+        // member reads them from the committed offset).
         let requeued = std::mem::take(&mut *lock(&self.core.requeued));
         drop(requeued);
         lock(&self.core.life).closing(&self.core.state);
@@ -89,8 +85,6 @@ impl KafkaSubscriber {
     /// The handle of an opened subscription.
     pub(super) fn over(core: Arc<SubCore>) -> Self {
         KafkaSubscriber {
-            #[cfg(feature = "testing")]
-            _close_wait: crate::testing::link::CloseWait::new(&core),
             core,
             current: None,
             pending_error: None,
@@ -109,8 +103,11 @@ impl KafkaSubscriber {
     /// broker's runtime, and for a group waits for the first assignment.
     pub(crate) async fn open(state: Arc<BrokerState>, plan: Plan) -> Result<Self, KafkaError> {
         state.ensure_open(&plan.name)?;
-        #[cfg(feature = "testing")]
-        crate::testing::link::after_closes(&state).await;
+        if let Some(handover) = state.handover() {
+            handover
+                .after_closes(Box::pin(state.consumers_closed()))
+                .await;
+        }
         let runtime = state.runtime().clone();
         // Opening spawns the consumer's tasks: they belong on the broker's runtime, whatever
         // runtime the caller is on.
@@ -233,8 +230,7 @@ impl KafkaSubscriber {
                     return Some(Ok(self.hand_over(part, generation, record)));
                 }
                 self.current = None;
-                #[cfg(feature = "testing")]
-                self.core.tap.clear(None);
+                crate::handover::tell(self.core.watch.as_ref(), |w| w.handed_all());
             }
             let mut queue = lock(&self.core.queue);
             match queue.items.pop_front()? {
@@ -248,9 +244,10 @@ impl KafkaSubscriber {
                     queue.records -= records.records.len();
                     self.core.unthrottle(&mut queue);
                     drop(queue);
-                    #[cfg(feature = "testing")]
                     if let Some(first) = records.records.first() {
-                        self.core.tap.handing(&part.tp, first.offset);
+                        crate::handover::tell(self.core.watch.as_ref(), |w| {
+                            w.handing(&part.tp, first.offset);
+                        });
                     }
                     self.current = Some(Current {
                         part,
@@ -265,9 +262,9 @@ impl KafkaSubscriber {
 
     fn take_requeued(&self) -> Option<KafkaMessage> {
         let mut requeued = lock(&self.core.requeued);
-        while let Some(message) = requeued.pop_front() {
-            if message.is_current() {
-                return Some(message);
+        while let Some(delivery) = requeued.pop_front() {
+            if delivery.is_current() {
+                return Some(KafkaMessage::again(Arc::clone(&self.core), delivery));
             }
             // Repositioned while it was away: the replay brings the record once.
         }
@@ -287,13 +284,14 @@ impl KafkaSubscriber {
                 part.tracked.lock().delivered(generation, offset);
             }
         }
-        #[cfg(feature = "testing")]
-        let tp = part.tp.clone();
         // Counted alive first, then no longer owed: a recount in between sees it twice, never
         // not at all.
+        let Some(watch) = self.core.watch.clone() else {
+            return KafkaMessage::new(Arc::clone(&self.core), part, generation, record);
+        };
+        let tp = part.tp.clone();
         let message = KafkaMessage::new(Arc::clone(&self.core), part, generation, record);
-        #[cfg(feature = "testing")]
-        self.core.tap.handing(&tp, offset + 1);
+        watch.handing(&tp, offset + 1);
         message
     }
 }
@@ -334,9 +332,8 @@ impl Stream for KafkaBatches<'_> {
         let this = self.get_mut();
         let subscriber = &mut *this.subscriber;
         // In process a batch is cut from what a running publisher has finished writing.
-        #[cfg(feature = "testing")]
-        if let Some(link) = subscriber.core.tap.link()
-            && link.poll_quiet(cx).is_pending()
+        if let Some(watch) = &subscriber.core.watch
+            && watch.poll_batch(cx).is_pending()
         {
             return Poll::Pending;
         }

@@ -7,56 +7,22 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use futures::task::AtomicWaker;
 use tokio::sync::{mpsc, watch};
 
-use crate::broker::BrokerState;
+use crate::client::Client;
 use crate::client::consumer::{Consumer, StartAt, Subscription, TopicPartition};
-use crate::client::{Client, Error as ClientError, ResponseError};
+use crate::connection::BrokerState;
 use crate::error::KafkaError;
+use crate::handover::Reads;
 use crate::subscription::{Commit, Plan, StartOffset, Target};
 
 use super::KafkaSubscriber;
 use super::pump::pump;
 use super::shared::{Command, Life, Queue, SubCore, lock};
-
-/// Whether a consumer error ends the subscribe wait: a refusal retrying cannot fix.
-pub(super) fn is_fatal_join_error(err: &ClientError) -> bool {
-    matches!(
-        err.code(),
-        Some(
-            ResponseError::InconsistentGroupProtocol
-                | ResponseError::InvalidGroupId
-                | ResponseError::GroupAuthorizationFailed
-                | ResponseError::TopicAuthorizationFailed
-                | ResponseError::GroupMaxSizeReached
-        )
-    ) || err.to_string().contains("INCONSISTENT_GROUP_PROTOCOL")
-}
-
-/// The refusal a fatal join error stands for, in the words librdkafka uses for it, so the
-/// subscribe error names it whatever the client's own text says (B10a: a protocol mismatch
-/// must say `protocol`).
-pub(super) fn join_refusal(err: &ClientError) -> Option<&'static str> {
-    match err.code()? {
-        ResponseError::InconsistentGroupProtocol => Some("inconsistent group protocol"),
-        ResponseError::InvalidGroupId => Some("invalid group id"),
-        ResponseError::GroupAuthorizationFailed => Some("group authorization failed"),
-        ResponseError::TopicAuthorizationFailed => Some("topic authorization failed"),
-        ResponseError::GroupMaxSizeReached => Some("group max size reached"),
-        _ => None,
-    }
-}
-
-pub(super) fn is_unknown_topic(err: &ClientError) -> bool {
-    matches!(
-        err.code(),
-        Some(ResponseError::UnknownTopicOrPartition | ResponseError::UnknownTopicId)
-    )
-}
 
 pub(super) async fn open_here(
     state: Arc<BrokerState>,
@@ -66,8 +32,10 @@ pub(super) async fn open_here(
     note_opened(&state, &plan);
     let mut config = settings.consumer_config();
     let auto_store = config.enable_auto_offset_store;
-    #[cfg(feature = "testing")]
-    let config_view = in_process_reading(&state, &mut config);
+    let watch = state.handover().map(|handover| {
+        handover.configure_reader(&mut config);
+        Arc::clone(handover).watch(reads_of(&plan, &config))
+    });
     // The subscription stores offsets itself: at hand-over (Auto) or on settle (Tracked).
     config.enable_auto_offset_store = false;
     // A partition handed back with nothing committed resumes where this member started, not at
@@ -109,18 +77,15 @@ pub(super) async fn open_here(
         life: Arc::clone(&life),
         limits,
         eos,
-        #[cfg(feature = "testing")]
-        tap: crate::testing::link::Tap::new(
-            state.in_process().cloned(),
-            reader_of(&plan, config_view),
-        ),
+        watch,
     });
     if let Some(group) = &core.eos {
-        group.add(&core);
+        let source: Weak<SubCore> = Arc::downgrade(&core);
+        group.add(source);
     }
-    #[cfg(feature = "testing")]
-    if let Some(link) = core.tap.link() {
-        link.reader_opened(&core);
+    if let Some(watch) = &core.watch {
+        let weak: Weak<SubCore> = Arc::downgrade(&core);
+        Arc::clone(watch).opened(weak);
     }
     fence_earlier_pipeline(&state, &plan).await;
     match &plan.target {
@@ -201,24 +166,6 @@ fn queue_limits(config: &crate::client::ConsumerConfig) -> (usize, usize) {
     )
 }
 
-/// The isolation and reset the in-process count reads off a consumer configuration, once the
-/// configuration reads late topics as the in-process transport hands them over.
-#[cfg(feature = "testing")]
-fn in_process_reading(
-    state: &BrokerState,
-    config: &mut crate::client::ConsumerConfig,
-) -> (bool, bool) {
-    // In process every record is handed over as it is written: a topic a pattern takes up
-    // later was written after the subscription began, so all of it is read.
-    if state.in_process().is_some() {
-        config.late_topic_start = crate::client::LateTopicStart::Earliest;
-    }
-    (
-        config.isolation == crate::client::IsolationLevel::ReadCommitted,
-        config.auto_offset_reset == crate::client::OffsetReset::Earliest,
-    )
-}
-
 /// Opens a manual assignment of `partitions` of `topic` (the ones the topic has) and waits
 /// until each knows where it starts.
 async fn open_partitions(
@@ -265,24 +212,20 @@ type PumpTask = (
     Arc<Mutex<Life>>,
 );
 
-/// Notes `plan` for routing; in process, naming a topic creates it (one partition), as a
-/// first produce would.
+/// Notes `plan` for routing, and tells the transport the topics it names.
 fn note_opened(state: &BrokerState, plan: &Plan) {
     state.note_opened(opened_of(plan));
-    #[cfg(feature = "testing")]
-    if let Some(link) = state.in_process() {
-        let named: Vec<&String> = match &plan.target {
-            Target::Group { topics, .. } => topics.iter().collect(),
-            Target::Partitions { topic, .. } => vec![topic],
+    if let Some(handover) = state.handover() {
+        let named: Vec<&str> = match &plan.target {
+            Target::Group { topics, .. } => topics.iter().map(String::as_str).collect(),
+            Target::Partitions { topic, .. } => vec![topic.as_str()],
         };
-        for topic in named {
-            let _ = link.cluster.create_topic(topic, 1);
-        }
+        handover.subscribing(&named);
     }
 }
 
 /// How routing sees `plan`.
-pub(super) fn opened_of(plan: &Plan) -> crate::broker::Opened {
+pub(super) fn opened_of(plan: &Plan) -> crate::connection::Opened {
     let (topics, pattern, partitions) = match &plan.target {
         Target::Group { topics, patterns } => {
             let pattern = (!patterns.is_empty())
@@ -292,7 +235,7 @@ pub(super) fn opened_of(plan: &Plan) -> crate::broker::Opened {
         }
         Target::Partitions { topic, .. } => (vec![topic.clone()], None, true),
     };
-    crate::broker::Opened {
+    crate::connection::Opened {
         name: plan.name.clone(),
         group: plan.group.clone(),
         topics,
@@ -380,23 +323,19 @@ fn positions_known(core: &SubCore) -> bool {
         .all(|tp| core.consumer.position(tp).is_some())
 }
 
-/// What `plan` reads, for the in-process harness count.
-#[cfg(feature = "testing")]
-fn reader_of(
-    plan: &Plan,
-    (read_committed, earliest): (bool, bool),
-) -> crate::testing::link::Reader {
+/// What `plan` read with `config` reads, as a transport's count sees it.
+fn reads_of(plan: &Plan, config: &crate::client::ConsumerConfig) -> Reads {
     let opened = opened_of(plan);
     let partitions = match &plan.target {
         Target::Partitions { partitions, .. } => Some(partitions.clone()),
         Target::Group { .. } => None,
     };
-    crate::testing::link::Reader {
+    Reads {
         group: opened.group,
         topics: opened.topics,
         pattern: opened.pattern,
         partitions,
-        read_committed,
-        earliest,
+        read_committed: config.isolation == crate::client::IsolationLevel::ReadCommitted,
+        earliest: config.auto_offset_reset == crate::client::OffsetReset::Earliest,
     }
 }

@@ -11,14 +11,18 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::{mpsc, watch};
 
-use crate::broker::BrokerState;
 use crate::client::consumer::{Consumer, ConsumerEvent, StartAt, TopicPartition};
+use crate::client::observe::Interest;
+use crate::client::{Error as ClientError, ResponseError};
+use crate::connection::BrokerState;
 use crate::error::KafkaError;
-use crate::seek::KafkaPosition;
+use crate::position::KafkaPosition;
 use crate::subscription::Commit;
 
-use super::open::{is_fatal_join_error, is_unknown_topic, join_refusal};
 use super::shared::{Command, Item, Life, SubCore, lock};
+
+/// How often the sums of deliveries and settlements are told (see `Interest::DELIVERY_COUNTS`).
+const COUNTS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub(super) async fn pump(
     mut consumer: Consumer,
@@ -29,10 +33,19 @@ pub(super) async fn pump(
 ) {
     let mut held: Option<KafkaPosition> = None;
     let mut unknown_topic = false;
+    // Deliveries and settlements are told as sums, once a second, where an observer counts
+    // them (and by the core when it closes).
+    let counting = state.observers().wants(Interest::DELIVERY_COUNTS);
+    let mut tell = tokio::time::interval(COUNTS_INTERVAL);
+    tell.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             biased;
             _ = closing.changed() => break,
+            _ = tell.tick(), if counting => {
+                let Some(core) = core.upgrade() else { break };
+                core.tell_counts();
+            }
             Some(command) = commands.recv() => {
                 let Some(core) = core.upgrade() else { break };
                 match command {
@@ -62,14 +75,6 @@ pub(super) async fn pump(
     life.pump_exited = true;
     if life.counted {
         state.consumer_closed();
-    }
-}
-
-/// Notes that the pump queued `tp` through `position`.
-#[cfg(feature = "testing")]
-fn part_queued(core: &SubCore, tp: &TopicPartition, position: i64) {
-    if let Some(part) = core.known_partition(tp) {
-        part.queued_through.fetch_max(position, Ordering::AcqRel);
     }
 }
 
@@ -108,13 +113,9 @@ async fn on_event(
                 core.consumer.pause(&core.consumer.assignment());
             }
             drop(queue);
-            #[cfg(feature = "testing")]
-            if let Some(link) = core.tap.link() {
-                if let Some(position) = core.consumer.position(&tp) {
-                    part_queued(core, &tp, position);
-                }
-                link.records_queued();
-            }
+            crate::handover::tell(core.watch.as_ref(), |w| {
+                w.queued(&tp, core.consumer.position(&tp));
+            });
             if *unknown_topic {
                 *unknown_topic = false;
                 tracing::debug!(subscription = %core.name, "the subscribed topic is readable again");
@@ -244,7 +245,43 @@ async fn seek_assigned(core: &SubCore, to: &KafkaPosition) -> Result<(), KafkaEr
             .map_err(KafkaError::consume)?;
     }
     core.wake.wake();
-    #[cfg(feature = "testing")]
-    core.tap.recount();
+    if let Some(handover) = core.state.handover() {
+        handover.recount();
+    }
     Ok(())
+}
+
+/// Whether a consumer error ends the subscribe wait: a refusal retrying cannot fix.
+fn is_fatal_join_error(err: &ClientError) -> bool {
+    matches!(
+        err.code(),
+        Some(
+            ResponseError::InconsistentGroupProtocol
+                | ResponseError::InvalidGroupId
+                | ResponseError::GroupAuthorizationFailed
+                | ResponseError::TopicAuthorizationFailed
+                | ResponseError::GroupMaxSizeReached
+        )
+    ) || err.to_string().contains("INCONSISTENT_GROUP_PROTOCOL")
+}
+
+/// The refusal a fatal join error stands for, in the words librdkafka uses for it, so the
+/// subscribe error names it whatever the client's own text says (B10a: a protocol mismatch
+/// must say `protocol`).
+fn join_refusal(err: &ClientError) -> Option<&'static str> {
+    match err.code()? {
+        ResponseError::InconsistentGroupProtocol => Some("inconsistent group protocol"),
+        ResponseError::InvalidGroupId => Some("invalid group id"),
+        ResponseError::GroupAuthorizationFailed => Some("group authorization failed"),
+        ResponseError::TopicAuthorizationFailed => Some("topic authorization failed"),
+        ResponseError::GroupMaxSizeReached => Some("group max size reached"),
+        _ => None,
+    }
+}
+
+fn is_unknown_topic(err: &ClientError) -> bool {
+    matches!(
+        err.code(),
+        Some(ResponseError::UnknownTopicOrPartition | ResponseError::UnknownTopicId)
+    )
 }

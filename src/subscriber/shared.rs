@@ -9,81 +9,38 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::task::AtomicWaker;
-use ruststream::Str;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::broker::BrokerState;
-use crate::client::consumer::{ConsumerHandle, PartitionRecords, TopicPartition};
-use crate::eos::EosGroup;
+pub(crate) use super::partition::Partition;
+use crate::client::Record;
+use crate::client::consumer::{ConsumerHandle, GroupMetadata, PartitionRecords, TopicPartition};
+use crate::client::observe::Interest;
+use crate::connection::BrokerState;
+use crate::eos::sources::{EosGroup, Source};
 use crate::error::KafkaError;
-use crate::message::KafkaMessage;
-use crate::seek::KafkaPosition;
+use crate::handover::{self, Alive, Watch, Watched};
+use crate::position::KafkaPosition;
 use crate::subscription::{Commit, LaneKey};
-use crate::tracker::Tracked;
 
-/// One partition as the subscription sees it: its shared names and its tracked state.
-#[derive(Debug)]
-pub(crate) struct Partition {
-    pub tp: TopicPartition,
-    /// The topic name, shared by every delivery and context of the partition.
-    pub topic: Str,
-    /// The partition number as decimal text (the `LaneKey::Partition` lane key).
-    pub text: Box<str>,
-    /// The current generation (also kept in `tracked`); read without the lock on the hot path.
-    pub generation: AtomicU64,
-    pub tracked: Tracked,
-    /// The consumer's position right after the pump last queued records of this partition;
-    /// `i64::MIN` until then and after a reposition. The in-process hand-over reads it.
-    #[cfg(feature = "testing")]
-    pub(super) queued_through: std::sync::atomic::AtomicI64,
+/// A tracked delivery handed back with `nack(true)`: what it was made of, until the stream
+/// hands it out again. Still a delivery alive for the transport's count meanwhile.
+pub(crate) struct Requeued {
+    pub part: Arc<Partition>,
+    pub generation: u64,
+    pub record: Record,
+    pub alive: Alive,
 }
 
-/// The topic name as bytes, so that a [`Str`] can share it.
-struct TopicName(Arc<str>);
-
-impl AsRef<[u8]> for TopicName {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
-}
-
-/// The partition's topic as a [`Str`] over the partition's own name (no copy). It is shared
-/// from the start: a `Str` made from a `String` allocates on its first clone, which would
-/// charge the first delivery context of the partition an allocation.
-fn shared_topic(topic: &Arc<str>) -> Str {
-    Str::from_inner(bytes::Bytes::from_owner(TopicName(Arc::clone(topic))))
-        .unwrap_or_else(|_| Str::from(topic.to_string()))
-}
-
-impl Partition {
-    pub(super) fn new(tp: TopicPartition) -> Self {
-        Self {
-            topic: shared_topic(&tp.topic),
-            text: tp.partition.to_string().into_boxed_str(),
-            tp,
-            generation: AtomicU64::new(0),
-            tracked: Tracked::default(),
-            #[cfg(feature = "testing")]
-            queued_through: std::sync::atomic::AtomicI64::new(i64::MIN),
-        }
-    }
-
-    /// Starts a new generation: outstanding deliveries no longer count.
-    pub(super) fn reposition(&self) -> u64 {
-        let mut tracked = self.tracked.lock();
-        let generation = tracked.reset();
-        self.generation.store(generation, Ordering::Release);
-        #[cfg(feature = "testing")]
-        self.queued_through.store(i64::MIN, Ordering::Release);
-        generation
-    }
-
-    pub(crate) fn is_current(&self, generation: u64) -> bool {
-        self.generation.load(Ordering::Acquire) == generation
+impl Requeued {
+    /// Whether no reposition came since it was handed out.
+    pub(super) fn is_current(&self) -> bool {
+        self.part.is_current(self.generation)
     }
 }
 
@@ -154,7 +111,7 @@ pub(crate) struct SubCore {
     /// Wakes the stream.
     pub(super) wake: AtomicWaker,
     /// Tracked deliveries handed back with `nack(true)`, delivered before anything new.
-    pub(super) requeued: Mutex<VecDeque<KafkaMessage>>,
+    pub(super) requeued: Mutex<VecDeque<Requeued>>,
     /// Set when the subscription handle is gone: nothing will deliver a requeued record
     /// again, so a requeue then releases it unsettled.
     pub(super) detached: AtomicBool,
@@ -165,9 +122,8 @@ pub(crate) struct SubCore {
     pub(super) limits: (usize, usize),
     /// The exactly-once pipeline group this subscription feeds (`Commit::Transactional`).
     pub eos: Option<Arc<EosGroup>>,
-    /// The in-process harness count's view of this subscription (empty on a live connection).
-    #[cfg(feature = "testing")]
-    pub(crate) tap: crate::testing::link::Tap,
+    /// The transport's watch of this subscription (none on a live connection).
+    pub(crate) watch: Option<Arc<dyn Watch>>,
 }
 
 impl fmt::Debug for SubCore {
@@ -181,6 +137,8 @@ impl fmt::Debug for SubCore {
 
 impl Drop for SubCore {
     fn drop(&mut self) {
+        // Nothing is handed out or settled any more: what was counted is told now.
+        self.tell_counts();
         self.closing.send_replace(true);
         // What this subscription was owed is owed no more (unless its group has other members).
         if let Some(handover) = self.state.handover() {
@@ -198,11 +156,11 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl SubCore {
     /// Hands a tracked delivery back to the subscription (`nack(true)`).
-    pub(crate) fn requeue(&self, message: KafkaMessage) {
-        lock(&self.requeued).push_back(message);
+    pub(crate) fn requeue(&self, delivery: Requeued) {
+        lock(&self.requeued).push_back(delivery);
         if self.detached.load(Ordering::Acquire) {
-            // Held here it would keep this core, and so its consumer and group membership,
-            // alive for good; the group's next member reads it from the committed offset.
+            // Nothing will hand it out again: released unsettled at once, it is no longer
+            // counted alive, and the group's next member reads it from the committed offset.
             let released = std::mem::take(&mut *lock(&self.requeued));
             drop(released);
             return;
@@ -269,8 +227,7 @@ impl SubCore {
         for tp in tps {
             self.partition(tp).reposition();
         }
-        #[cfg(feature = "testing")]
-        self.tap.clear(Some(tps));
+        handover::tell(self.watch.as_ref(), |w| w.repositioned(tps));
         let mut queue = lock(&self.queue);
         let Queue {
             items,
@@ -300,18 +257,44 @@ impl SubCore {
         }
     }
 
-    /// Every assigned partition with the next offset this subscription hands its handler,
-    /// where known: the record in hand, else the first queued one, else the consumer's
-    /// position.
-    #[cfg(feature = "testing")]
-    pub(crate) fn next_to_hand(&self) -> Vec<(TopicPartition, Option<i64>)> {
+    /// Tells the observers that count deliveries what each partition handed out and settled
+    /// since the last time.
+    pub(super) fn tell_counts(&self) {
+        let observers = self.state.observers();
+        if !observers.wants(Interest::DELIVERY_COUNTS) {
+            return;
+        }
+        let parts: Vec<Arc<Partition>> = lock(&self.parts).values().cloned().collect();
+        for part in parts {
+            part.counts.tell(&part.tp, observers);
+        }
+    }
+
+    /// Resumes fetching after the stream drained a throttled queue.
+    pub(super) fn unthrottle(&self, queue: &mut Queue) {
+        if queue.throttled && queue.bytes <= self.limits.0 / 2 && queue.records <= self.limits.1 / 2
+        {
+            queue.throttled = false;
+            self.consumer.resume(&self.consumer.assignment());
+        }
+    }
+}
+
+impl Watched for SubCore {
+    fn consumer(&self) -> &ConsumerHandle {
+        &self.consumer
+    }
+
+    fn next_to_hand(
+        &self,
+        in_hand: Option<&(TopicPartition, i64)>,
+    ) -> Vec<(TopicPartition, Option<i64>)> {
         let assigned = self.consumer.assignment();
-        let current = self.tap.current();
         let queue = lock(&self.queue);
         assigned
             .into_iter()
             .map(|tp| {
-                if let Some((held, next)) = &current
+                if let Some((held, next)) = in_hand
                     && *held == tp
                 {
                     return (tp, Some(*next));
@@ -333,32 +316,32 @@ impl SubCore {
             .collect()
     }
 
-    /// Where this subscription has queued `tp` through: the consumer's position when the pump
-    /// last queued records of it, else (nothing queued since it was positioned) the position.
-    #[cfg(feature = "testing")]
-    pub(crate) fn queued_through(&self, tp: &TopicPartition) -> Option<i64> {
-        let queued = self
-            .known_partition(tp)
-            .map_or(i64::MIN, |part| part.queued_through.load(Ordering::Acquire));
-        if queued == i64::MIN {
-            self.consumer.position(tp)
-        } else {
-            Some(queued)
-        }
-    }
-
-    /// Whether the pump paused every partition because the queue is full.
-    #[cfg(feature = "testing")]
-    pub(crate) fn is_throttled(&self) -> bool {
+    fn is_throttled(&self) -> bool {
         lock(&self.queue).throttled
     }
+}
 
-    /// Resumes fetching after the stream drained a throttled queue.
-    pub(super) fn unthrottle(&self, queue: &mut Queue) {
-        if queue.throttled && queue.bytes <= self.limits.0 / 2 && queue.records <= self.limits.1 / 2
-        {
-            queue.throttled = false;
-            self.consumer.resume(&self.consumer.assignment());
-        }
+impl Source for SubCore {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn partition_of(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
+        SubCore::partition_of(self, topic, partition)
+    }
+
+    fn stored_positions(&self) -> Vec<(TopicPartition, i64)> {
+        SubCore::stored_positions(self)
+    }
+
+    fn group_metadata(&self) -> Option<GroupMetadata> {
+        self.consumer.group_metadata()
+    }
+
+    fn seek(
+        &self,
+        to: KafkaPosition,
+    ) -> Pin<Box<dyn Future<Output = Result<(), KafkaError>> + Send + '_>> {
+        Box::pin(SubCore::seek(self, to))
     }
 }

@@ -17,7 +17,7 @@ pub use topics::KafkaTopics;
 
 use std::fmt;
 
-use crate::broker::BrokerState;
+use crate::connection::BrokerState;
 use crate::error::KafkaError;
 use crate::properties::Properties;
 

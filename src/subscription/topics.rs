@@ -4,7 +4,7 @@ use ruststream::runtime::IntoSource;
 use ruststream::{NamedCopies, SubscriptionSource};
 
 use super::{Assignment, Commit, LaneKey, Settings, StartOffset, Target, check_topic_name};
-use crate::broker::ConnectedKafkaBroker;
+use crate::connection::ConnectedKafkaBroker;
 use crate::error::KafkaError;
 use crate::subscriber::KafkaSubscriber;
 

@@ -15,67 +15,56 @@
 //! The count is recomputed, not kept by events: after every request the cluster answers,
 //! every injection, every dropped delivery and every reposition. A recount that differs from
 //! the last one reported tells the coordinator the difference.
+//!
+//! Each subscription reaches the link through its `Tap`, the `handover::Watch` the link hands
+//! out at subscribe; the link reads a subscription back only through `handover::Watched`, never
+//! its private state.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::task::{Poll, Waker};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use regex::Regex;
 use ruststream::testing::Coordinator;
 
 use super::cluster::{EmbeddedCluster, State};
-use crate::broker::BrokerState;
 use crate::client::TopicPartition;
-use crate::subscriber::SubCore;
+use crate::handover::{Reads, Watch, Watched};
 
 /// The longest an in-process publish, subscribe or seek waits for the subscriptions of its
 /// connection to queue what the cluster holds for them.
 const HANDOVER_BOUND: Duration = Duration::from_secs(2);
-
-/// How long the drop of an in-process subscription handle waits for whatever else briefly
-/// holds the subscription to let go, before it leaves the close to go on behind.
-const CLOSE_START_BOUND: Duration = Duration::from_millis(100);
-
-/// How long that drop gives the runtime to start a task before it takes the runtime for one
-/// that stopped.
-const PROBE_BOUND: Duration = Duration::from_millis(50);
-
-/// What a subscription reads, for the count.
-#[derive(Debug, Clone)]
-pub(crate) struct Reader {
-    /// Its consumer group; `None` for a partition reader that joins none.
-    pub(crate) group: Option<String>,
-    pub(crate) topics: Vec<String>,
-    pub(crate) pattern: Option<Regex>,
-    /// Named partitions (a manual assignment): only these are read.
-    pub(crate) partitions: Option<Vec<i32>>,
-    pub(crate) read_committed: bool,
-    pub(crate) earliest: bool,
-}
-
-impl Reader {
-    fn reads(&self, topic: &str) -> bool {
-        self.topics.iter().any(|t| t == topic)
-            || self.pattern.as_ref().is_some_and(|p| p.is_match(topic))
-    }
-}
 
 #[derive(Default)]
 struct Count {
     coordinator: Option<Coordinator>,
     reported: u64,
     alive: u64,
-    readers: Vec<Weak<SubCore>>,
+    readers: Vec<Weak<Tap>>,
     /// The cluster's count of topic creations when last looked at.
     topics_created: u64,
 }
 
 impl Count {
-    /// The subscriptions of this connection still open.
-    fn live_readers(&self) -> Vec<Arc<SubCore>> {
-        self.readers.iter().filter_map(Weak::upgrade).collect()
+    /// The subscriptions of this connection still open, each with its watch.
+    fn live_readers(&self) -> Vec<Live> {
+        self.readers
+            .iter()
+            .filter_map(|tap| {
+                let tap = tap.upgrade()?;
+                let subscription = tap.subscription.get()?.upgrade()?;
+                Some(Live { tap, subscription })
+            })
+            .collect()
     }
+}
+
+/// An open subscription of this connection and its watch. Dropping the last hold on a
+/// subscription closes it, which recounts: never drop one while the count's lock is held.
+struct Live {
+    tap: Arc<Tap>,
+    subscription: Arc<dyn Watched>,
 }
 
 /// A connected broker's link to its embedded cluster.
@@ -139,8 +128,8 @@ impl InProcessLink {
     }
 
     /// A subscription opened on this connection.
-    pub(crate) fn reader_opened(&self, core: &Arc<SubCore>) {
-        self.count().readers.push(Arc::downgrade(core));
+    fn reader_opened(&self, tap: &Arc<Tap>) {
+        self.count().readers.push(Arc::downgrade(tap));
         self.recount();
     }
 
@@ -163,7 +152,7 @@ impl InProcessLink {
     /// subscription opened (a live consumer waits for its next metadata refresh).
     fn new_topics_to_patterns(&self) {
         let created = self.cluster.shared().state().topics.created();
-        let readers: Vec<Arc<SubCore>> = {
+        let readers: Vec<Live> = {
             let mut count = self.count();
             if count.topics_created == created {
                 return;
@@ -171,9 +160,9 @@ impl InProcessLink {
             count.topics_created = created;
             count.live_readers()
         };
-        for core in &readers {
-            if core.tap.reader().is_some_and(|r| r.pattern.is_some()) {
-                core.consumer.check_membership_now();
+        for live in &readers {
+            if live.tap.reads.pattern.is_some() {
+                live.subscription.consumer().check_membership_now();
             }
         }
     }
@@ -183,25 +172,25 @@ impl InProcessLink {
     /// transport of the librdkafka adapter reassigns partitions, not a heartbeat interval
     /// later.
     fn rebalances_to_members(&self) {
-        let readers: Vec<Arc<SubCore>> = {
+        let readers: Vec<Live> = {
             let count = self.count();
             count.live_readers()
         };
-        let waiting: Vec<&SubCore> = {
+        let waiting: Vec<&Live> = {
             let state = self.cluster.shared().state();
             readers
                 .iter()
-                .filter(|core| {
-                    core.tap
-                        .reader()
-                        .and_then(|r| r.group.as_deref())
+                .filter(|live| {
+                    live.tap
+                        .reads
+                        .group
+                        .as_deref()
                         .is_some_and(|group| state.groups.is_rebalancing(group))
                 })
-                .map(Arc::as_ref)
                 .collect()
         };
-        for core in waiting {
-            core.consumer.check_membership_now();
+        for live in waiting {
+            live.subscription.consumer().check_membership_now();
         }
     }
 
@@ -216,7 +205,7 @@ impl InProcessLink {
 
     /// Ready when no publish of this connection is under way; otherwise `cx` is woken when
     /// the last one ends.
-    pub(crate) fn poll_quiet(&self, cx: &std::task::Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_quiet(&self, cx: &Context<'_>) -> Poll<()> {
         if self.publishing.load(Ordering::Acquire) == 0 {
             return Poll::Ready(());
         }
@@ -234,7 +223,7 @@ impl InProcessLink {
     }
 
     /// A subscription's pump queued records for its stream.
-    pub(crate) fn records_queued(&self) {
+    fn records_queued(&self) {
         self.handed.notify_waiters();
     }
 
@@ -258,8 +247,8 @@ impl InProcessLink {
         }
     }
 
-    pub(crate) fn all_queued(&self, only: Option<(&str, i32)>) -> bool {
-        let readers: Vec<Arc<SubCore>> = {
+    fn all_queued(&self, only: Option<(&str, i32)>) -> bool {
+        let readers: Vec<Live> = {
             let count = self.count();
             count.live_readers()
         };
@@ -267,17 +256,16 @@ impl InProcessLink {
         // Per group, the partitions its members here hold: a partition of a read topic that
         // none holds (between a leave and the reassignment) has yet to be taken up.
         let mut held: Vec<(Option<String>, TopicPartition)> = Vec::new();
-        for core in &readers {
-            let Some(reader) = core.tap.reader() else {
-                continue;
-            };
-            let assignment = core.consumer.assignment();
+        for live in &readers {
+            let reader = &live.tap.reads;
+            let consumer = live.subscription.consumer();
+            let assignment = consumer.assignment();
             held.extend(
                 assignment
                     .iter()
                     .map(|tp| (reader.group.clone(), tp.clone())),
             );
-            if core.is_throttled() {
+            if live.subscription.is_throttled() {
                 continue;
             }
             for tp in assignment {
@@ -287,7 +275,11 @@ impl InProcessLink {
                     continue;
                 }
                 // No position yet (its start is being looked up): nothing of it is queued.
-                let position = core.queued_through(&tp).unwrap_or(i64::MIN);
+                let position = live
+                    .tap
+                    .queued_through(&tp)
+                    .or_else(|| consumer.position(&tp))
+                    .unwrap_or(i64::MIN);
                 through.push((tp, position, reader.read_committed));
             }
         }
@@ -305,12 +297,9 @@ impl InProcessLink {
     }
 
     /// How the count sees each of `readers` (the live ones of this connection).
-    fn views(&self, readers: &[Arc<SubCore>]) -> Vec<View> {
+    fn views(&self, readers: &[Live]) -> Vec<View> {
         let topics = self.topic_names();
-        readers
-            .iter()
-            .filter_map(|core| View::of(core, &topics))
-            .collect()
+        readers.iter().map(|live| View::of(live, &topics)).collect()
     }
 
     fn topic_names(&self) -> Vec<String> {
@@ -331,7 +320,7 @@ impl InProcessLink {
             return;
         }
         count.readers.retain(|r| r.strong_count() > 0);
-        let readers: Vec<Arc<SubCore>> = count.live_readers();
+        let readers: Vec<Live> = count.live_readers();
         // Where each live reader stands, read before the cluster is locked (a subscription's
         // locks are never taken inside the cluster's).
         let views = self.views(&readers);
@@ -432,95 +421,43 @@ impl crate::handover::Handover for InProcessLink {
     fn recount(&self) {
         InProcessLink::recount(self);
     }
-}
 
-/// In process, a new subscription first lets the subscriptions dropped before it finish
-/// closing (bounded): a member that left is out of its group before the next one joins, as
-/// with the librdkafka adapter's in-process transport, where a close is immediate.
-pub(crate) async fn after_closes(state: &BrokerState) {
-    if state.in_process().is_some() {
-        let _ = tokio::time::timeout(HANDOVER_BOUND, state.consumers_closed()).await;
+    /// A new subscription first lets the subscriptions dropped before it finish closing
+    /// (bounded): a member that left is out of its group before the next one joins, as with
+    /// the librdkafka adapter's in-process transport, where a close is immediate.
+    fn after_closes<'a>(&'a self, closes: crate::handover::Wait<'a>) -> crate::handover::Wait<'a> {
+        Box::pin(async move {
+            let _ = tokio::time::timeout(HANDOVER_BOUND, closes).await;
+        })
     }
-}
 
-/// Held by an in-process subscription handle. When the handle was the last holder of its
-/// subscription, its drop waits (on a multi-thread runtime, bounded) until the consumer has
-/// left its group and the group's other members here hold and have queued what it read, so
-/// a test reading a surviving member's stream right after the drop finds the records there,
-/// as the librdkafka adapter's in-process transport reassigns synchronously.
-pub(crate) struct CloseWait {
-    state: Option<Arc<BrokerState>>,
-    core: Weak<SubCore>,
-}
-
-impl CloseWait {
-    pub(crate) fn new(core: &Arc<SubCore>) -> Self {
-        CloseWait {
-            state: core.state.in_process().map(|_| Arc::clone(&core.state)),
-            core: Arc::downgrade(core),
+    /// Naming a topic creates it (one partition), as a first produce would.
+    fn subscribing(&self, topics: &[&str]) {
+        for topic in topics {
+            let _ = self.cluster.create_topic(topic, 1);
         }
     }
-}
 
-impl Drop for CloseWait {
-    fn drop(&mut self) {
-        let Some(state) = self.state.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-            return;
-        }
-        // A runtime shutting down (a test ending without `shutdown`) runs nothing more:
-        // a task it never starts says so, and there is then nothing to wait for.
-        let running = Arc::new(AtomicBool::new(false));
-        let probe = Arc::clone(&running);
-        drop(runtime.spawn(async move { probe.store(true, Ordering::Release) }));
-        let core = std::mem::take(&mut self.core);
-        // The wait polls plain state against the wall clock: the runtime's timers are not
-        // needed, so it cannot hang on a runtime that stopped.
-        let settle = move || {
-            let until = |bound: Duration, done: &dyn Fn() -> bool| {
-                let deadline = std::time::Instant::now() + bound;
-                while !done() {
-                    if std::time::Instant::now() >= deadline {
-                        return false;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                true
-            };
-            if !until(PROBE_BOUND, &|| running.load(Ordering::Acquire)) {
-                return;
-            }
-            // The subscription closes once nothing holds it: a delivery still held keeps it
-            // open (nothing to wait for), while the pump holds it only for a moment.
-            if !until(CLOSE_START_BOUND, &|| core.strong_count() == 0) {
-                return;
-            }
-            let deadline = std::time::Instant::now() + HANDOVER_BOUND;
-            let left = || deadline.saturating_duration_since(std::time::Instant::now());
-            if until(left(), &|| state.closing_count() == 0)
-                && let Some(link) = state.in_process()
-            {
-                until(left(), &|| link.all_queued(None));
-            }
-        };
-        // Blocking is refused inside a `LocalSet`; the close then simply goes on behind.
-        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tokio::task::block_in_place(settle);
-        }));
-        if waited.is_err() {
-            tracing::debug!("in process: not waiting for a dropped subscription to close here");
-        }
+    /// Every record is handed over as it is written: a topic a pattern takes up later was
+    /// written after the subscription began, so all of it is read.
+    fn configure_reader(&self, config: &mut crate::client::ConsumerConfig) {
+        config.late_topic_start = crate::client::LateTopicStart::Earliest;
+    }
+
+    fn watch(self: Arc<Self>, reads: Reads) -> Arc<dyn Watch> {
+        Arc::new(Tap {
+            link: self,
+            reads,
+            subscription: std::sync::OnceLock::new(),
+            current: Mutex::new(None),
+            queued_through: Mutex::new(HashMap::new()),
+        })
     }
 }
 
 /// One live subscription as the count sees it.
 struct View {
-    reader: Reader,
+    reader: Reads,
     /// Its assigned partitions and the next offset each hands out, where known.
     starts: Vec<(TopicPartition, Option<i64>)>,
     /// Topics of the cluster its pattern took up after it first matched: read from their
@@ -532,22 +469,24 @@ struct View {
 }
 
 impl View {
-    fn of(core: &SubCore, topics: &[String]) -> Option<View> {
-        let reader = core.tap.reader()?.clone();
+    fn of(live: &Live, topics: &[String]) -> View {
+        let reader = live.tap.reads.clone();
+        let consumer = live.subscription.consumer();
         let late = match &reader.pattern {
             Some(pattern) => topics
                 .iter()
-                .filter(|t| pattern.is_match(t) && core.consumer.is_late_topic(t))
+                .filter(|t| pattern.is_match(t) && consumer.is_late_topic(t))
                 .cloned()
                 .collect(),
             None => Vec::new(),
         };
-        Some(View {
+        let in_hand = live.tap.current();
+        View {
             reader,
-            starts: core.next_to_hand(),
+            starts: live.subscription.next_to_hand(in_hand.as_ref()),
             late,
-            given: core.consumer.given_starts(),
-        })
+            given: consumer.given_starts(),
+        }
     }
 }
 
@@ -637,69 +576,71 @@ fn fallback_start(
     }
 }
 
-/// A subscription's side of the count: what it reads and the record it is handing out.
-/// Empty (and free) on a live connection.
-#[derive(Debug, Default)]
-pub(crate) struct Tap {
-    link: Option<Arc<InProcessLink>>,
-    reader: Option<Reader>,
+/// A subscription's side of the count: what it reads, the record it is handing out and how
+/// far it has queued each partition.
+struct Tap {
+    link: Arc<InProcessLink>,
+    reads: Reads,
+    /// The subscription, once open (held weakly: its handles' drops close it).
+    subscription: OnceLock<Weak<dyn Watched>>,
     /// The partition the subscriber is handing out from and the next offset it hands.
     current: Mutex<Option<(TopicPartition, i64)>>,
+    /// The consumer's position right after the subscription last queued records of each
+    /// partition; none until then and after a reposition.
+    queued_through: Mutex<HashMap<TopicPartition, i64>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Tap {
-    /// The tap of a subscription on `link`'s connection reading as `reader`.
-    pub(crate) fn new(link: Option<Arc<InProcessLink>>, reader: Reader) -> Self {
-        match link {
-            None => Tap::default(),
-            Some(link) => Tap {
-                link: Some(link),
-                reader: Some(reader),
-                current: Mutex::new(None),
-            },
+    fn current(&self) -> Option<(TopicPartition, i64)> {
+        locked(&self.current).clone()
+    }
+
+    fn queued_through(&self, tp: &TopicPartition) -> Option<i64> {
+        locked(&self.queued_through).get(tp).copied()
+    }
+}
+
+impl Watch for Tap {
+    fn opened(self: Arc<Self>, subscription: Weak<dyn Watched>) {
+        let _ = self.subscription.set(subscription);
+        self.link.reader_opened(&self);
+    }
+
+    fn handing(&self, tp: &TopicPartition, next: i64) {
+        *locked(&self.current) = Some((tp.clone(), next));
+    }
+
+    fn handed_all(&self) {
+        *locked(&self.current) = None;
+    }
+
+    fn repositioned(&self, tps: &[TopicPartition]) {
+        {
+            let mut current = locked(&self.current);
+            if current.as_ref().is_some_and(|(tp, _)| tps.contains(tp)) {
+                *current = None;
+            }
+        }
+        let mut queued = locked(&self.queued_through);
+        for tp in tps {
+            queued.remove(tp);
         }
     }
 
-    pub(crate) fn link(&self) -> Option<&Arc<InProcessLink>> {
-        self.link.as_ref()
-    }
-
-    pub(crate) fn reader(&self) -> Option<&Reader> {
-        self.reader.as_ref()
-    }
-
-    fn slot(&self) -> MutexGuard<'_, Option<(TopicPartition, i64)>> {
-        self.current.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The subscriber hands out `tp` from `next` on.
-    pub(crate) fn handing(&self, tp: &TopicPartition, next: i64) {
-        if self.link.is_some() {
-            *self.slot() = Some((tp.clone(), next));
+    fn queued(&self, tp: &TopicPartition, position: Option<i64>) {
+        if let Some(position) = position {
+            let mut queued = locked(&self.queued_through);
+            let through = queued.entry(tp.clone()).or_insert(position);
+            *through = (*through).max(position);
         }
+        self.link.records_queued();
     }
 
-    /// The subscriber has nothing of its own in hand (its current batch ran out, or the
-    /// partitions in `tps` were repositioned).
-    pub(crate) fn clear(&self, tps: Option<&[TopicPartition]>) {
-        if self.link.is_none() {
-            return;
-        }
-        let mut slot = self.slot();
-        if tps.is_none_or(|tps| slot.as_ref().is_some_and(|(tp, _)| tps.contains(tp))) {
-            *slot = None;
-        }
-    }
-
-    pub(crate) fn current(&self) -> Option<(TopicPartition, i64)> {
-        self.link.as_ref()?;
-        self.slot().clone()
-    }
-
-    /// Recounts, on an in-process connection.
-    pub(crate) fn recount(&self) {
-        if let Some(link) = &self.link {
-            link.recount();
-        }
+    fn poll_batch(&self, cx: &Context<'_>) -> Poll<()> {
+        self.link.poll_quiet(cx)
     }
 }

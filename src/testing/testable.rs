@@ -6,8 +6,9 @@ use ruststream::{HeaderMap, OutgoingMessage, RawMessage, Str};
 
 use super::cluster::{ClusterOptions, EmbeddedCluster};
 use super::link::InProcessLink;
-use crate::broker::{ConnectedKafkaBroker, KafkaBroker};
+use crate::broker::KafkaBroker;
 use crate::client::{Header, Record};
+use crate::connection::ConnectedKafkaBroker;
 use crate::error::KafkaError;
 use crate::message::{PARTITION_KEY_HEADER, is_partition_key};
 
