@@ -13,9 +13,7 @@ use bytes::Bytes;
 use ruststream::HeaderMap;
 
 use crate::client::records::Header;
-use crate::client::{
-    DeliveryFuture, Error as ClientError, Producer, ProducerRecord, RecordMetadata,
-};
+use crate::client::{DeliveryFuture, Error as ClientError, Producer, RecordMetadata, RecordRef};
 use crate::connection::BrokerState;
 use crate::eos::EOS_SOURCE_HEADER;
 use crate::error::KafkaError;
@@ -58,12 +56,12 @@ pub(crate) async fn hand_over(state: &BrokerState, report: &RecordMetadata) {
 /// Sends `record` and waits for its delivery report.
 pub(crate) async fn send(
     producer: &Producer,
-    record: ProducerRecord,
+    record: &Outgoing<'_>,
     queue_timeout: Option<Duration>,
 ) -> Result<RecordMetadata, KafkaError> {
     let queued = match queue_timeout {
-        Some(bound) => producer.send_timeout(record, bound).await,
-        None => producer.send(record).await,
+        Some(bound) => producer.send_ref_timeout(record.borrowed(), bound).await,
+        None => producer.send_ref(record.borrowed()).await,
     };
     report(queued).await
 }
@@ -85,14 +83,39 @@ pub(crate) async fn report(
         .map_err(KafkaError::publish)
 }
 
+/// A message made a record: the key and the wire headers taken out of its headers, the topic
+/// and the payload still borrowed, so that they are copied once, into the batch.
+#[derive(Debug)]
+pub(crate) struct Outgoing<'a> {
+    topic: &'a str,
+    partition: Option<i32>,
+    key: Option<Bytes>,
+    payload: &'a [u8],
+    headers: Vec<Header>,
+}
+
+impl Outgoing<'_> {
+    /// The record as the producer takes it.
+    pub(crate) fn borrowed(&self) -> RecordRef<'_> {
+        RecordRef {
+            topic: self.topic,
+            partition: self.partition,
+            key: self.key.as_deref(),
+            value: Some(self.payload),
+            headers: &self.headers,
+            timestamp: None,
+        }
+    }
+}
+
 /// The native record for a message: the key header becomes the key, the source header is
 /// dropped, the rest are wire headers.
-pub(crate) fn producer_record(
-    topic: &str,
-    payload: &[u8],
+pub(crate) fn producer_record<'a>(
+    topic: &'a str,
+    payload: &'a [u8],
     mut headers: HeaderMap,
     options: Option<&KafkaOptions>,
-) -> Result<ProducerRecord, KafkaError> {
+) -> Result<Outgoing<'a>, KafkaError> {
     check_topic_name(topic).map_err(|e| KafkaError::Publish(KafkaError::text(e)))?;
     let key = headers.remove(PARTITION_KEY_HEADER);
     headers.remove(EOS_SOURCE_HEADER);
@@ -109,12 +132,11 @@ pub(crate) fn producer_record(
             })
             .collect()
     };
-    Ok(ProducerRecord {
-        topic: topic.to_owned(),
+    Ok(Outgoing {
+        topic,
         partition: options.and_then(|o| o.partition_setting()),
         key,
-        value: Some(Bytes::copy_from_slice(payload)),
+        payload,
         headers: wire,
-        timestamp: None,
     })
 }

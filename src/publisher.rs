@@ -130,7 +130,7 @@ impl Publisher for KafkaPublisher {
         self.state.ensure_open(name)?;
         let record = producer_record(name, payload, headers, options)?;
         let producer = self.state.producer().await?;
-        let report = send(producer, record, self.queue_timeout).await?;
+        let report = send(producer, &record, self.queue_timeout).await?;
         hand_over(&self.state, &report).await;
         Ok(())
     }

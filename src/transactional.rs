@@ -28,12 +28,11 @@ use tokio::sync::OnceCell;
 
 use crate::client::consumer::{GroupMetadata, OffsetToCommit};
 use crate::client::{
-    DeliveryFuture, Error as ClientError, ProducerRecord, TransactionErrorKind,
-    TransactionalProducer,
+    DeliveryFuture, Error as ClientError, TransactionErrorKind, TransactionalProducer,
 };
 use crate::connection::{BrokerState, ConnectedKafkaBroker};
 use crate::error::KafkaError;
-use crate::produce::{KafkaOptions, hand_over, producer_record, report, send, under_way};
+use crate::produce::{KafkaOptions, Outgoing, hand_over, producer_record, report, send, under_way};
 
 /// The call deadline of `init`, `commit` and `abort` unless the policy sets one.
 const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -339,12 +338,12 @@ impl KafkaTransactionalPublisher {
     /// open.
     pub(crate) async fn enqueue(
         &self,
-        record: ProducerRecord,
+        record: &Outgoing<'_>,
     ) -> Result<DeliveryFuture, ClientError> {
         let producer = &self.inner.producer;
         match self.inner.queue_timeout {
-            Some(bound) => producer.send_timeout(record, bound).await,
-            None => producer.send(record).await,
+            Some(bound) => producer.send_ref_timeout(record.borrowed(), bound).await,
+            None => producer.send_ref(record.borrowed()).await,
         }
     }
 
@@ -391,10 +390,10 @@ impl Publisher for KafkaTransactionalPublisher {
         inner.state.ensure_open(name)?;
         let record = producer_record(name, payload, headers, options)?;
         let delivery = if inner.is_open() {
-            report(self.enqueue(record).await).await?
+            report(self.enqueue(&record).await).await?
         } else {
             let producer = inner.state.producer().await?;
-            send(producer, record, inner.queue_timeout).await?
+            send(producer, &record, inner.queue_timeout).await?
         };
         hand_over(&inner.state, &delivery).await;
         Ok(())

@@ -10,6 +10,7 @@ mod config;
 pub mod consumer;
 mod coordinator;
 mod error;
+mod hashing;
 mod isolation;
 mod json;
 pub mod metrics;
@@ -25,6 +26,7 @@ mod topic_partition;
 mod unwind;
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -56,8 +58,8 @@ pub use net::{
 pub use net::{TlsConnector, crypto_provider};
 pub use observe::{Event, Interest, Observer, Observers, PartitionChange, Settlement};
 pub use producer::{
-    DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, TransactionError,
-    TransactionErrorKind, TransactionProtocol, TransactionalProducer,
+    DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, RecordRef,
+    TransactionError, TransactionErrorKind, TransactionProtocol, TransactionalProducer,
 };
 pub use reader::{FetchedPartition, PartitionReader};
 pub use records::{Codec, Header, Record};
@@ -83,6 +85,9 @@ struct Inner {
     config: ClientConfig,
     connections: Connections,
     metadata: RwLock<Metadata>,
+    /// Counts the changes of `metadata`, so that a cache of what it said can tell it is stale
+    /// with one load (bumped under its write lock).
+    metadata_generation: AtomicU64,
     // Serialises refreshes so that a burst of misses costs one request.
     refreshing: tokio::sync::Mutex<()>,
     coordinators: coordinator::Coordinators,
@@ -156,6 +161,7 @@ impl Client {
             inner: Arc::new(Inner {
                 connections: Connections::new(options, backoff),
                 metadata: RwLock::new(Metadata::default()),
+                metadata_generation: AtomicU64::new(0),
                 refreshing: tokio::sync::Mutex::new(()),
                 coordinators: coordinator::Coordinators::default(),
                 telemetry,
@@ -184,6 +190,12 @@ impl Client {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// How many times the metadata cache has changed: what was read from it while this was
+    /// the same still holds.
+    pub(crate) fn metadata_generation(&self) -> u64 {
+        self.inner.metadata_generation.load(Ordering::Acquire)
     }
 
     /// Runs `f` on the metadata cache without copying it.
@@ -252,7 +264,11 @@ impl Client {
                         .metadata
                         .write()
                         .unwrap_or_else(PoisonError::into_inner);
-                    return cache.merge(response, topics.is_none());
+                    let merged = cache.merge(response, topics.is_none());
+                    self.inner
+                        .metadata_generation
+                        .fetch_add(1, Ordering::Release);
+                    return merged;
                 }
                 Err(e) => last_error = Some(e),
             }

@@ -44,11 +44,10 @@ use tokio::sync::{Notify, RwLock};
 use tokio::time::Instant;
 
 use super::{EOS_SOURCE_HEADER, EosGroup, SourceOffset, decode_shared_source};
-use crate::client::ProducerRecord;
 use crate::client::consumer::OffsetToCommit;
 use crate::connection::ConnectedKafkaBroker;
 use crate::error::KafkaError;
-use crate::produce::{KafkaOptions, delivered, producer_record};
+use crate::produce::{KafkaOptions, Outgoing, delivered, producer_record};
 use crate::publisher::KafkaPublish;
 use crate::subscriber::partition::Partition;
 use crate::transactional::{
@@ -290,7 +289,7 @@ impl EosPipeline {
         p.publisher.state().ensure_open(name)?;
         let record = producer_record(name, payload, headers, options)?;
         let epoch = self.take_into_window(source).await?;
-        let outcome = self.send(epoch, record).await;
+        let outcome = self.send(epoch, &record).await;
         if outcome.is_err() {
             let mut window = lock(&p.window);
             if window.epoch == epoch {
@@ -303,7 +302,7 @@ impl EosPipeline {
     }
 
     /// Queues `record` in the window of `epoch`, if that window still takes records.
-    async fn send(&self, epoch: u64, record: ProducerRecord) -> Result<(), KafkaError> {
+    async fn send(&self, epoch: u64, record: &Outgoing<'_>) -> Result<(), KafkaError> {
         let p = &self.inner;
         let queued = {
             let _gate = p.gate.read().await;

@@ -24,6 +24,11 @@
 //! - CPU us/record: the child's user + system time (`/proc/self/stat`, every thread,
 //!   librdkafka's C threads included, connect and start-up included) per record.
 //! - RSS: the child's peak resident set (`VmHWM`) at the end of its measurement.
+//! - allocations: `COMPARE_ALLOC_RECORDS` sequential publishes (as `sequential`) in a second
+//!   build of this binary (feature `count-allocations`, `COMPARE_COUNTING_EXE`) whose global
+//!   allocator counts every Rust allocation of the process, every thread; bytes and allocations
+//!   per publish. librdkafka's own allocations are C `malloc`s this cannot see: the reference's
+//!   figure is its Rust side alone, so the comparison favours it.
 //! - sight (issue 19): every figure also for ours with sight on (`seen`: `MetricsObserver`
 //!   recorded by a Prometheus recorder and rendered once at the end, as a scrape, and an INFO
 //!   tracing subscriber), as the ratio to ours without it. `COMPARE_SIGHT=0` leaves it out.
@@ -34,8 +39,10 @@
 //! Settings (environment): `KAFKA_TEST_URL` (127.0.0.1:9092), `COMPARE_ROUNDS` (3),
 //! `COMPARE_PUBLISH` (300000), `COMPARE_CONSUME` (500000), `COMPARE_WINDOW` (1000),
 //! `COMPARE_DEEP_WINDOW` (10000), `COMPARE_CG_M` (200000), `COMPARE_ONLY` (comma list of
-//! publish, publish-deep, publish-1p, publish-1p-deep, sequential, auto, tracked, callgrind;
-//! default all), `COMPARE_SEQUENTIAL` (5000), `COMPARE_SIGHT`, `VALGRIND` (valgrind).
+//! publish, publish-deep, publish-1p, publish-1p-deep, sequential, allocations, auto, tracked,
+//! callgrind; default all), `COMPARE_SEQUENTIAL` (5000), `COMPARE_ALLOC_RECORDS` (1000),
+//! `COMPARE_COUNTING_EXE` (set by `scripts/bench-compare`), `COMPARE_LATENCIES_DIR` (each
+//! sequential publish's latency, one file per child), `COMPARE_SIGHT`, `VALGRIND` (valgrind).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -43,6 +50,25 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic};
+
+#[cfg(feature = "count-allocations")]
+#[global_allocator]
+static COUNTED: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// Bytes allocated and allocations made so far by the whole process (zeros unless this is the
+/// counting build).
+fn allocated() -> (u64, u64) {
+    #[cfg(feature = "count-allocations")]
+    {
+        let stats = COUNTED.stats();
+        (
+            (stats.bytes_allocated + stats.bytes_reallocated.max(0) as usize) as u64,
+            (stats.allocations + stats.reallocations) as u64,
+        )
+    }
+    #[cfg(not(feature = "count-allocations"))]
+    (0, 0)
+}
 
 const PARTITIONS: i32 = 6;
 const BODY_SIZE: usize = 512;
@@ -178,10 +204,16 @@ macro_rules! adapter {
             }
 
             /// Publishes `records` bodies to `topic` one at a time, each awaited before the
-            /// next (`acks=all`); records/s and each publish's latency in µs.
-            pub async fn sequential(url: &str, topic: &str, records: usize) -> (f64, Vec<f64>) {
+            /// next (`acks=all`); records/s, each publish's latency in µs, and the bytes
+            /// allocated and the allocations per publish (zeros unless counting).
+            pub async fn sequential(
+                url: &str,
+                topic: &str,
+                records: usize,
+            ) -> (f64, Vec<f64>, f64, f64) {
                 let (broker, publisher, body) = open(url, topic).await;
                 let mut latencies = Vec::with_capacity(records);
+                let (bytes_before, count_before) = super::allocated();
                 let start = Instant::now();
                 for _ in 0..records {
                     let sent = Instant::now();
@@ -192,8 +224,15 @@ macro_rules! adapter {
                     latencies.push(sent.elapsed().as_secs_f64() * 1e6);
                 }
                 let rate = records as f64 / start.elapsed().as_secs_f64();
+                let (bytes_after, count_after) = super::allocated();
+                let per = |after: u64, before: u64| (after - before) as f64 / records.max(1) as f64;
                 let _ = broker.shutdown().await;
-                (rate, latencies)
+                (
+                    rate,
+                    latencies,
+                    per(bytes_after, bytes_before),
+                    per(count_after, count_before),
+                )
             }
 
             /// Reads `records` deliveries of `topic` in a fresh group, acking each; records/s
@@ -317,6 +356,7 @@ fn child(args: &[String]) {
     let url = url();
     let group = unique("cmp-group");
     let sight = (side == "seen").then(sight_on);
+    let mut allocations = (0.0, 0.0);
     let work = async {
         let plain = |rate| (rate, 0, Vec::new());
         match (kind.as_str(), side.as_str()) {
@@ -324,15 +364,18 @@ fn child(args: &[String]) {
             ("publish", "seen") => plain(seen::publish(&url, topic, records, window).await),
             ("publish", "rd") => plain(rd::publish(&url, topic, records, window).await),
             ("sequential", "ours") => {
-                let (rate, latencies) = ours::sequential(&url, topic, records).await;
+                let (rate, latencies, bytes, count) = ours::sequential(&url, topic, records).await;
+                allocations = (bytes, count);
                 (rate, 0, latencies)
             }
             ("sequential", "seen") => {
-                let (rate, latencies) = seen::sequential(&url, topic, records).await;
+                let (rate, latencies, bytes, count) = seen::sequential(&url, topic, records).await;
+                allocations = (bytes, count);
                 (rate, 0, latencies)
             }
             ("sequential", "rd") => {
-                let (rate, latencies) = rd::sequential(&url, topic, records).await;
+                let (rate, latencies, bytes, count) = rd::sequential(&url, topic, records).await;
+                allocations = (bytes, count);
                 (rate, 0, latencies)
             }
             ("auto" | "tracked", "ours") => {
@@ -363,6 +406,19 @@ fn child(args: &[String]) {
     // The whole child's CPU time (user + system, every thread, librdkafka's too), per record:
     // it holds where throughput is bound by the broker's round trip.
     let cpu_us = cpu_seconds() * 1e6 / records.max(1) as f64;
+    // Every latency, in order of the publishes, for a closer look at a tail.
+    if let Ok(dir) = std::env::var("COMPARE_LATENCIES_DIR")
+        && !latencies.is_empty()
+    {
+        let text = latencies.iter().fold(String::new(), |mut text, l| {
+            let _ = writeln!(text, "{l:.0}");
+            text
+        });
+        let _ = std::fs::write(
+            format!("{dir}/{kind}-{side}-{}.txt", std::process::id()),
+            text,
+        );
+    }
     latencies.sort_by(f64::total_cmp);
     let quantile = |q: f64| {
         latencies
@@ -371,10 +427,12 @@ fn child(args: &[String]) {
             .unwrap_or(0.0)
     };
     println!(
-        "RESULT rate={rate} hwm_kib={} sum={sum} scraped={scraped} cpu_us={cpu_us} p50_us={} p99_us={}",
+        "RESULT rate={rate} hwm_kib={} sum={sum} scraped={scraped} cpu_us={cpu_us} p50_us={} p99_us={} alloc_bytes={} allocs={}",
         peak_rss_kib(),
         quantile(0.50),
-        quantile(0.99)
+        quantile(0.99),
+        allocations.0,
+        allocations.1
     );
     // No orderly close: what closing costs is no part of any figure.
     std::process::exit(0);
@@ -387,11 +445,20 @@ struct Reported {
     cpu_us: f64,
     p50_us: f64,
     p99_us: f64,
+    alloc_bytes: f64,
+    allocs: f64,
 }
 
-/// Runs a child (under `wrapper` if given) and parses its result line.
-fn run_child(wrapper: &[String], args: &[&str]) -> Reported {
-    let exe = std::env::current_exe().expect("current exe");
+/// Runs a child (under `wrapper` if given; the counting build of this binary if `counting`)
+/// and parses its result line.
+fn run_child(wrapper: &[String], counting: bool, args: &[&str]) -> Reported {
+    let exe = if counting {
+        std::path::PathBuf::from(
+            std::env::var("COMPARE_COUNTING_EXE").expect("COMPARE_COUNTING_EXE"),
+        )
+    } else {
+        std::env::current_exe().expect("current exe")
+    };
     let mut command = match wrapper.split_first() {
         Some((program, rest)) => {
             let mut c = Command::new(program);
@@ -426,6 +493,8 @@ fn run_child(wrapper: &[String], args: &[&str]) -> Reported {
         cpu_us: field("cpu_us").parse().unwrap_or(0.0),
         p50_us: field("p50_us").parse().unwrap_or(0.0),
         p99_us: field("p99_us").parse().unwrap_or(0.0),
+        alloc_bytes: field("alloc_bytes").parse().unwrap_or(0.0),
+        allocs: field("allocs").parse().unwrap_or(0.0),
     }
 }
 
@@ -447,6 +516,8 @@ struct Figures {
     cpu_us: Vec<f64>,
     p50_us: Vec<f64>,
     p99_us: Vec<f64>,
+    alloc_bytes: Vec<f64>,
+    allocs: Vec<f64>,
 }
 
 /// The total instructions (`Ir`) a callgrind output file reports.
@@ -516,12 +587,21 @@ fn main() {
         ("publish-1p", "publish", window, 1),
         ("publish-1p-deep", "publish", deep_window, 1),
         ("sequential", "sequential", 1, 1),
+        ("allocations", "sequential", 1, 1),
         ("auto", "auto", window, PARTITIONS),
         ("tracked", "tracked", window, PARTITIONS),
     ]
     .into_iter()
     .filter(|(name, ..)| wanted(name))
+    .filter(|(name, ..)| {
+        let counting = std::env::var_os("COMPARE_COUNTING_EXE").is_some();
+        if *name == "allocations" && !counting {
+            eprintln!("compare: COMPARE_COUNTING_EXE is not set: allocations are skipped");
+        }
+        *name != "allocations" || counting
+    })
     .collect();
+    let alloc_records = env_usize("COMPARE_ALLOC_RECORDS", 1000);
     for round in 0..rounds {
         // Each side leads in turn.
         let mut order = sides.clone();
@@ -533,7 +613,9 @@ fn main() {
                     let topic = unique("cmp-publish");
                     runtime.block_on(create_topic(&admin, &topic, partitions));
                     topics.push(topic.clone());
-                    let records = if kind == "sequential" {
+                    let records = if scenario == "allocations" {
+                        alloc_records
+                    } else if kind == "sequential" {
                         sequential_records
                     } else {
                         publish_records
@@ -544,6 +626,7 @@ fn main() {
                 };
                 let got = run_child(
                     &[],
+                    scenario == "allocations",
                     &[
                         kind,
                         side,
@@ -558,7 +641,12 @@ fn main() {
                     got.rate,
                     got.cpu_us,
                     got.hwm_kib as f64 / 1024.0,
-                    if kind == "sequential" {
+                    if scenario == "allocations" {
+                        format!(
+                            ", {:.0} bytes and {:.1} allocations per publish",
+                            got.alloc_bytes, got.allocs
+                        )
+                    } else if kind == "sequential" {
                         format!(", p50 {:.0} us, p99 {:.0} us", got.p50_us, got.p99_us)
                     } else {
                         String::new()
@@ -570,6 +658,8 @@ fn main() {
                 f.cpu_us.push(got.cpu_us);
                 f.p50_us.push(got.p50_us);
                 f.p99_us.push(got.p99_us);
+                f.alloc_bytes.push(got.alloc_bytes);
+                f.allocs.push(got.allocs);
                 if publishes {
                     // The log of a publish round is read by nobody.
                     let _ = runtime
@@ -617,6 +707,7 @@ fn main() {
                     let start = Instant::now();
                     run_child(
                         &wrapper,
+                        false,
                         &[scenario, side, topic, &n.to_string(), &window.to_string()],
                     );
                     let total = callgrind_total(&out);
@@ -656,6 +747,26 @@ fn main() {
             continue;
         };
         let seen = figures.get(&(scenario, "seen"));
+        if *scenario == "allocations" {
+            // librdkafka's C allocations are not counted: its figure is its Rust side alone.
+            for (name, pick) in [
+                (
+                    "bytes/publish",
+                    (|f: &Figures| f.alloc_bytes.clone()) as fn(&Figures) -> Vec<f64>,
+                ),
+                ("allocations/publish", |f: &Figures| f.allocs.clone()),
+            ] {
+                let (ao, ar) = (median(pick(o)), median(pick(r)));
+                let _ = writeln!(
+                    report,
+                    "{:<30} {ao:>14.1} {ar:>14.1} {:>12.2}{}",
+                    format!("alloc {name}"),
+                    ao / ar,
+                    sight(seen.map(|s| median(pick(s))), ao)
+                );
+            }
+            continue;
+        }
         let (ro, rr) = (median(o.rates.clone()), median(r.rates.clone()));
         let _ = writeln!(
             report,

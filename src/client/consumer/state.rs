@@ -7,10 +7,11 @@
 //! dropped, which is how a seek takes effect before the next record is handed out.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
 use crate::client::error::Error;
+use crate::client::hashing::PartitionHasher;
 use crate::client::records::Record;
 
 use super::{ConsumerEvent, PartitionRecords, StartAt, TopicPartition};
@@ -98,56 +99,6 @@ impl Part {
             validated_epoch: -1,
             validating: false,
         }
-    }
-}
-
-/// A multiply-rotate hasher (as rustc's `FxHasher`) for the partition table, which the
-/// delivery path looks up once per record (storing an offset): `SipHash` over the topic name
-/// cost more than the rest of the lookup. The keys are the consumer's own assignment, so
-/// there is no untrusted input to flood the table with.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct PartitionHasher(u64);
-
-impl PartitionHasher {
-    const K: u64 = 0xf135_7aea_2e62_a9c5;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0 ^ word).wrapping_mul(Self::K).rotate_left(26);
-    }
-}
-
-impl Hasher for PartitionHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        let mut word = [0; 8];
-        word[..rest.len()].copy_from_slice(rest);
-        self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-
-    fn write_i32(&mut self, i: i32) {
-        self.add(u64::from(i as u32));
-    }
-
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

@@ -6,6 +6,7 @@
 //! settled, which is what bounds the producer's memory.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -15,11 +16,12 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use super::transaction::state::TxnState;
-use super::{DeliveryFuture, ProducerRecord, RecordMetadata};
+use super::{DeliveryFuture, RecordMetadata, RecordRef};
 use crate::client::Client;
 use crate::client::config::ProducerConfig;
 use crate::client::error::{Error, Result};
-use crate::client::records::{BatchBuilder, Header};
+use crate::client::hashing::PartitionHasher;
+use crate::client::records::{BatchBuilder, Header, record_size};
 
 /// One record's pending delivery report.
 #[derive(Debug)]
@@ -82,6 +84,11 @@ pub(super) struct PartitionQueue {
     pub next_order: u64,
     /// No new send until this instant (retry backoff).
     pub retry_at: Option<Instant>,
+    /// The size of the batch closed last: a new batch's buffer starts at it, so a partition's
+    /// buffers fit what it sends (a record at a time, or a full batch in one allocation).
+    pub last_batch_size: usize,
+    /// And its records, for the same reason.
+    pub last_batch_count: usize,
     /// A send failed while others were in flight: wait for all of them before resending, so
     /// that retries go out in sequence order.
     pub draining: bool,
@@ -95,15 +102,36 @@ impl PartitionQueue {
     }
 }
 
+/// The queues by topic, looked up once per record.
+pub(super) type TopicMap = HashMap<Arc<str>, TopicQueues, BuildHasherDefault<PartitionHasher>>;
+
 #[derive(Debug, Default)]
 pub(super) struct TopicQueues {
+    /// The topic (the map's key, shared by its batches and delivery reports).
+    pub name: Arc<str>,
     pub partitions: Vec<PartitionQueue>,
-    pub sticky: Option<(i32, Instant)>,
+    /// The sticky partition of keyless records and until when (wall clock, ms).
+    pub sticky: Option<(i32, i64)>,
+    /// The topic's partition count, as the metadata said at `metadata_generation`.
+    pub partition_count: i32,
+    pub metadata_generation: u64,
+}
+
+/// Where [`Shared::place`] left a record.
+enum Placement {
+    Placed {
+        delivery: DeliveryFuture,
+        wake: bool,
+    },
+    /// The topic's partition count is unknown, or the metadata changed since it was read.
+    UnknownTopic,
+    /// No queue space now.
+    Full,
 }
 
 #[derive(Debug)]
 pub(super) struct State {
-    pub topics: HashMap<Arc<str>, TopicQueues>,
+    pub topics: TopicMap,
     pub queued_messages: usize,
     pub queued_bytes: usize,
     /// Callers currently waiting in `flush`: linger is ignored while any are.
@@ -172,7 +200,7 @@ impl Shared {
             client,
             config,
             state: Mutex::new(State {
-                topics: HashMap::new(),
+                topics: TopicMap::default(),
                 queued_messages: 0,
                 queued_bytes: 0,
                 flushing: 0,
@@ -275,24 +303,24 @@ impl Shared {
     fn choose_partition(
         &self,
         queues: &mut TopicQueues,
-        record: &ProducerRecord,
+        record: &RecordRef<'_>,
         count: i32,
+        now_ms: i64,
     ) -> i32 {
-        if let Some(p) = self
-            .config
-            .partitioner
-            .partition_for(record.key.as_deref(), count)
-        {
+        if let Some(p) = self.config.partitioner.partition_for(record.key, count) {
             return p;
         }
         // Keyless records stick to one random partition for a while so that batches fill
-        // (librdkafka's sticky.partitioning.linger.ms).
-        let now = Instant::now();
+        // (librdkafka's sticky.partitioning.linger.ms). Timed on the wall clock the record's
+        // timestamp was read from (one clock read per record); a deadline further away than
+        // the linger itself means the clock went back, and a new partition is chosen.
+        let linger =
+            i64::try_from(self.config.sticky_partitioning_linger.as_millis()).unwrap_or(i64::MAX);
         match queues.sticky {
-            Some((p, until)) if now < until && p < count => p,
+            Some((p, until)) if now_ms < until && until - now_ms <= linger && p < count => p,
             _ => {
                 let p = fastrand::i32(0..count.max(1));
-                queues.sticky = Some((p, now + self.config.sticky_partitioning_linger));
+                queues.sticky = Some((p, now_ms.saturating_add(linger)));
                 p
             }
         }
@@ -301,6 +329,9 @@ impl Shared {
     /// Queues `record` in its partition's open batch, waiting for queue space (at most
     /// `queue_timeout` when set), and returns the future of its delivery report.
     ///
+    /// The common case takes the lock once: the producer's state, the topic's partition count
+    /// (cached with the metadata generation it was read at), the queue space and the append.
+    ///
     /// # Cancel safety
     ///
     /// Cancel safe: queue space is reserved and the record appended only in the poll that returns,
@@ -308,7 +339,7 @@ impl Shared {
     /// delivered even if the `DeliveryFuture` is dropped.
     pub async fn enqueue(
         &self,
-        record: ProducerRecord,
+        record: RecordRef<'_>,
         queue_timeout: Option<Duration>,
     ) -> Result<DeliveryFuture> {
         if record.topic.is_empty() {
@@ -317,23 +348,79 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed("producer".into()));
         }
-        // Checked again under the lock before the record goes in; this only fails fast.
-        if let Some(e) = self.lock().refusal() {
+        let now = now_ms();
+        let timestamp = record.timestamp.unwrap_or(now);
+        let size = message_size(record.key, record.value, record.headers);
+        let mut deadline: Option<Instant> = None;
+        loop {
+            let generation = self.client.metadata_generation();
+            let placed = {
+                let mut state = self.lock();
+                self.place(&mut state, &record, size, generation, (timestamp, now))?
+            };
+            match placed {
+                Placement::Placed { delivery, wake } => {
+                    if wake {
+                        self.wake.notify_one();
+                    }
+                    return Ok(delivery);
+                }
+                Placement::UnknownTopic => {
+                    let count = self.partition_count(record.topic).await?;
+                    let mut state = self.lock();
+                    let topic = match state.topics.get_key_value(record.topic) {
+                        Some((k, _)) => k.clone(),
+                        None => Arc::from(record.topic),
+                    };
+                    let queues = state.topics.entry(topic.clone()).or_default();
+                    queues.name = topic;
+                    queues.partition_count = count;
+                    queues.metadata_generation = generation;
+                    if queues.partitions.len() < count as usize {
+                        queues
+                            .partitions
+                            .resize_with(count as usize, PartitionQueue::default);
+                    }
+                }
+                Placement::Full => {
+                    // The queue timeout runs from the first time the queue was found full.
+                    if deadline.is_none() {
+                        deadline = queue_timeout.and_then(|t| Instant::now().checked_add(t));
+                    }
+                    // Rare: boxed, so that every send's future does not carry its timer.
+                    Box::pin(self.wait_for_room(size, deadline)).await?;
+                }
+            }
+        }
+    }
+
+    /// Places the record under the lock, if its topic's partitions are known and there is
+    /// room; otherwise says which of the two is missing.
+    fn place(
+        &self,
+        state: &mut State,
+        record: &RecordRef<'_>,
+        size: usize,
+        generation: u64,
+        (timestamp, now_ms): (i64, i64),
+    ) -> Result<Placement> {
+        if let Some(e) = state.refusal() {
             return Err(e);
         }
-        let timestamp = record.timestamp.unwrap_or_else(now_ms);
-        let size = message_size(
-            record.key.as_deref(),
-            record.value.as_deref(),
-            &record.headers,
-        );
         if size > self.config.message_max_bytes {
             return Err(Error::InvalidRecord(format!(
                 "Message size too large: a record of {size} bytes is over message.max.bytes = {}",
                 self.config.message_max_bytes
             )));
         }
-        let count = self.partition_count(&record.topic).await?;
+        let room = self.has_room(state, size);
+        let Some(queues) = state.topics.get_mut(record.topic) else {
+            return Ok(Placement::UnknownTopic);
+        };
+        let count = queues.partition_count;
+        if count <= 0 || queues.metadata_generation != generation {
+            return Ok(Placement::UnknownTopic);
+        }
         if let Some(p) = record.partition
             && (p < 0 || p >= count)
         {
@@ -342,40 +429,30 @@ impl Shared {
                 record.topic
             )));
         }
-        self.reserve(size, queue_timeout).await?;
+        if !room {
+            return Ok(Placement::Full);
+        }
+        let partition = match record.partition {
+            Some(p) => p,
+            None => self.choose_partition(queues, record, count, now_ms),
+        };
+        let topic = queues.name.clone();
+        let Some(queue) = queues.partitions.get_mut(partition as usize) else {
+            return Err(Error::protocol("partition beyond the topic's queues"));
+        };
         let (tx, rx) = oneshot::channel();
         let pending = Pending {
             tx,
             timestamp,
             bytes: size,
         };
-        let wake = {
-            let mut state = self.lock();
-            if let Some(e) = state.refusal() {
-                self.release(&mut state, 1, size);
-                return Err(e);
-            }
-            let topic: Arc<str> = match state.topics.get_key_value(record.topic.as_str()) {
-                Some((k, _)) => k.clone(),
-                None => Arc::from(record.topic.as_str()),
-            };
-            let queues = state.topics.entry(topic.clone()).or_default();
-            if queues.partitions.len() < count as usize {
-                queues
-                    .partitions
-                    .resize_with(count as usize, PartitionQueue::default);
-            }
-            let partition = match record.partition {
-                Some(p) => p,
-                None => self.choose_partition(queues, &record, count),
-            };
-            let queue = &mut queues.partitions[partition as usize];
-            self.append(queue, &topic, partition, &record, pending, timestamp)
-        };
-        if wake {
-            self.wake.notify_one();
-        }
-        Ok(DeliveryFuture { rx })
+        let wake = self.append(queue, &topic, partition, record, pending, timestamp);
+        state.queued_messages += 1;
+        state.queued_bytes += size;
+        Ok(Placement::Placed {
+            delivery: DeliveryFuture { rx },
+            wake,
+        })
     }
 
     /// Adds the record to the open batch (closing it first when the record does not fit);
@@ -385,19 +462,16 @@ impl Shared {
         queue: &mut PartitionQueue,
         topic: &Arc<str>,
         partition: i32,
-        record: &ProducerRecord,
+        record: &RecordRef<'_>,
         pending: Pending,
         timestamp: i64,
     ) -> bool {
         let limit = self.config.batch_size.min(self.config.message_max_bytes);
         let mut wake = false;
         if let Some(open) = &queue.open {
-            let next = open.builder.size_of_next(
-                timestamp,
-                record.key.as_deref(),
-                record.value.as_deref(),
-                &record.headers,
-            );
+            let next =
+                open.builder
+                    .size_of_next(timestamp, record.key, record.value, record.headers);
             if open.builder.size() + next > limit
                 || open.builder.count() as usize >= self.config.batch_num_messages
             {
@@ -405,20 +479,20 @@ impl Shared {
                 wake = true;
             }
         }
+        let (hint, count_hint) = (queue.last_batch_size, queue.last_batch_count);
         let open = queue.open.get_or_insert_with(|| {
             wake = true;
+            let first = record_size(0, 0, record.key, record.value, record.headers);
             OpenBatch {
-                builder: BatchBuilder::new(limit.min(64 * 1024)),
-                deliveries: Vec::new(),
+                builder: BatchBuilder::new(hint.clamp(first, limit.max(first))),
+                deliveries: Vec::with_capacity(
+                    count_hint.min(self.config.batch_num_messages).max(1),
+                ),
                 created: Instant::now(),
             }
         });
-        open.builder.push(
-            timestamp,
-            record.key.as_deref(),
-            record.value.as_deref(),
-            &record.headers,
-        );
+        open.builder
+            .push(timestamp, record.key, record.value, record.headers);
         open.deliveries.push(pending);
         if open.builder.size() >= limit
             || open.builder.count() as usize >= self.config.batch_num_messages
@@ -429,49 +503,42 @@ impl Shared {
         wake
     }
 
-    async fn reserve(&self, size: usize, timeout: Option<Duration>) -> Result<()> {
-        // The common case, a queue with room, registers no waiter.
-        if self.try_reserve(size) {
+    /// Whether a record of `size` bytes fits in the queue now.
+    fn has_room(&self, state: &State, size: usize) -> bool {
+        let max_bytes = self.config.queue_max_kbytes.saturating_mul(1024);
+        // A record larger than the byte budget may still go alone into an empty queue.
+        let fits_bytes = state.queued_bytes + size <= max_bytes || state.queued_messages == 0;
+        state.queued_messages < self.config.queue_max_messages && fits_bytes
+    }
+
+    /// Waits until a record of `size` bytes may fit (settled records made room), the producer
+    /// closes, or `deadline` passes.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
+    async fn wait_for_room(&self, size: usize, deadline: Option<Instant>) -> Result<()> {
+        let notified = self.settled.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        // Looked at again once registered: a release in between is not missed.
+        if self.has_room(&self.lock(), size) {
             return Ok(());
         }
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            let notified = self.settled.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            // Looked at again once registered: a release in between is not missed.
-            if self.try_reserve(size) {
-                return Ok(());
-            }
-            if self.closed.load(Ordering::Acquire) {
-                return Err(Error::Closed("producer".into()));
-            }
-            match deadline {
-                None => notified.await,
-                Some(d) => {
-                    if tokio::time::timeout_at(d, notified).await.is_err() {
-                        return Err(Error::Timeout(
-                            "local queue full (queue.buffering.max.messages/kbytes)".into(),
-                        ));
-                    }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("producer".into()));
+        }
+        match deadline {
+            None => notified.await,
+            Some(d) => {
+                if tokio::time::timeout_at(d, notified).await.is_err() {
+                    return Err(Error::Timeout(
+                        "local queue full (queue.buffering.max.messages/kbytes)".into(),
+                    ));
                 }
             }
         }
-    }
-
-    /// Takes queue space for one record of `size` bytes, if there is room.
-    fn try_reserve(&self, size: usize) -> bool {
-        let max_bytes = self.config.queue_max_kbytes.saturating_mul(1024);
-        let mut state = self.lock();
-        // A record larger than the byte budget may still go alone into an empty queue.
-        let fits_bytes = state.queued_bytes + size <= max_bytes || state.queued_messages == 0;
-        if state.queued_messages < self.config.queue_max_messages && fits_bytes {
-            state.queued_messages += 1;
-            state.queued_bytes += size;
-            true
-        } else {
-            false
-        }
+        Ok(())
     }
 
     /// Settles records: releases their queue space and wakes waiters.
@@ -540,6 +607,8 @@ impl Shared {
 /// Moves the open batch of `queue` to its ready queue.
 pub(super) fn close_open(queue: &mut PartitionQueue, topic: &Arc<str>, partition: i32) {
     if let Some(open) = queue.open.take() {
+        queue.last_batch_size = open.builder.size();
+        queue.last_batch_count = open.deliveries.len();
         let order = queue.next_order;
         queue.next_order += 1;
         queue.ready.push_back(ClosedBatch {

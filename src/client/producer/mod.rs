@@ -97,6 +97,55 @@ impl ProducerRecord {
     }
 }
 
+/// A record to send, borrowed: [`Producer::send_ref`] copies its parts straight into their
+/// batch, so a caller that holds them as slices sends without building a [`ProducerRecord`]
+/// (no topic string, no value buffer of its own).
+#[derive(Debug, Clone, Copy)]
+pub struct RecordRef<'a> {
+    /// The destination topic.
+    pub topic: &'a str,
+    /// A fixed partition; `None` lets the partitioner choose.
+    pub partition: Option<i32>,
+    /// The key (`None` is a null key).
+    pub key: Option<&'a [u8]>,
+    /// The value (`None` is a null value).
+    pub value: Option<&'a [u8]>,
+    /// Headers, in order (repeated keys allowed).
+    pub headers: &'a [Header],
+    /// The timestamp in ms since the epoch; `None` takes the current time.
+    pub timestamp: Option<i64>,
+}
+
+impl<'a> RecordRef<'a> {
+    /// A record for `topic` with `value` and nothing else.
+    #[must_use]
+    pub fn new(topic: &'a str, value: &'a [u8]) -> Self {
+        RecordRef {
+            topic,
+            partition: None,
+            key: None,
+            value: Some(value),
+            headers: &[],
+            timestamp: None,
+        }
+    }
+}
+
+impl ProducerRecord {
+    /// The record, borrowed.
+    #[must_use]
+    pub fn borrowed(&self) -> RecordRef<'_> {
+        RecordRef {
+            topic: &self.topic,
+            partition: self.partition,
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            headers: &self.headers,
+            timestamp: self.timestamp,
+        }
+    }
+}
+
 /// Where a record landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordMetadata {
@@ -180,7 +229,31 @@ impl Producer {
     /// it returns queued nothing. Once it has returned, the record is delivered even if the
     /// `DeliveryFuture` is dropped.
     pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture> {
+        self.shared.enqueue(record.borrowed(), None).await
+    }
+
+    /// Like [`send`](Self::send), from borrowed parts: they are copied into the batch and need
+    /// not outlive the call.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: as [`send`](Self::send), the record is queued only in the poll that returns.
+    pub async fn send_ref(&self, record: RecordRef<'_>) -> Result<DeliveryFuture> {
         self.shared.enqueue(record, None).await
+    }
+
+    /// Like [`send_ref`](Self::send_ref), but fails when no queue space frees up within
+    /// `timeout`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: as [`send`](Self::send), the record is queued only in the poll that returns.
+    pub async fn send_ref_timeout(
+        &self,
+        record: RecordRef<'_>,
+        timeout: Duration,
+    ) -> Result<DeliveryFuture> {
+        self.shared.enqueue(record, Some(timeout)).await
     }
 
     /// Like [`send`](Self::send), but fails when no queue space frees up within `timeout`.
@@ -193,7 +266,7 @@ impl Producer {
         record: ProducerRecord,
         timeout: Duration,
     ) -> Result<DeliveryFuture> {
-        self.shared.enqueue(record, Some(timeout)).await
+        self.shared.enqueue(record.borrowed(), Some(timeout)).await
     }
 
     /// Sends every queued record now (ignoring `linger.ms`) and waits until all are settled

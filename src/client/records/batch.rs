@@ -455,23 +455,35 @@ fn record_body_size(
 }
 
 /// Builds one batch on the producer side, record by record.
+///
+/// The records are written after room for the batch header, so that
+/// [`finish`](Self::finish) of an uncompressed batch writes the header in place and hands the
+/// same buffer on: a batch is held once in memory, not once as records and again encoded.
 #[derive(Debug)]
 pub struct BatchBuilder {
-    records: BytesMut,
+    /// The header's room (zeros until encoded), then the records; empty once finished.
+    buf: BytesMut,
+    /// The size of the records alone, which stays known after `finish` took the buffer.
+    body: usize,
     count: i32,
     base_timestamp: i64,
     max_timestamp: i64,
+    finished: bool,
 }
 
 impl BatchBuilder {
     /// An empty batch with room for about `capacity` bytes of records.
     #[must_use]
     pub fn new(capacity: usize) -> Self {
+        let mut buf = BytesMut::with_capacity(BATCH_HEADER_SIZE + capacity);
+        buf.resize(BATCH_HEADER_SIZE, 0);
         BatchBuilder {
-            records: BytesMut::with_capacity(capacity),
+            buf,
+            body: 0,
             count: 0,
             base_timestamp: 0,
             max_timestamp: i64::MIN,
+            finished: false,
         }
     }
 
@@ -484,7 +496,7 @@ impl BatchBuilder {
     /// The uncompressed size of the batch so far, header included.
     #[must_use]
     pub fn size(&self) -> usize {
-        BATCH_HEADER_SIZE + self.records.len()
+        BATCH_HEADER_SIZE + self.body
     }
 
     /// What appending this record would add to [`size`](Self::size).
@@ -504,7 +516,8 @@ impl BatchBuilder {
         record_size(self.count, delta, key, value, headers)
     }
 
-    /// Appends a record; its offset delta is its position in the batch.
+    /// Appends a record; its offset delta is its position in the batch. A finished batch
+    /// takes no more records (the call is ignored).
     pub fn push(
         &mut self,
         timestamp: i64,
@@ -512,12 +525,16 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[Header],
     ) {
+        if self.finished {
+            return;
+        }
         if self.count == 0 {
             self.base_timestamp = timestamp;
         }
         let delta = timestamp.wrapping_sub(self.base_timestamp);
         let body = record_body_size(self.count, delta, key, value, headers);
-        let b = &mut self.records;
+        let b = &mut self.buf;
+        let before = b.len();
         b.reserve(body + 5);
         put_varint(b, body as i32);
         b.put_i8(0);
@@ -530,48 +547,104 @@ impl BatchBuilder {
             put_bytes(b, Some(&h.key));
             put_bytes(b, h.value.as_deref());
         }
+        self.body += b.len() - before;
         self.count += 1;
         self.max_timestamp = self.max_timestamp.max(timestamp);
     }
 
-    /// Encodes the batch: header, (compressed) records, CRC.
+    /// Encodes the batch (header, (compressed) records, CRC) into a new buffer, leaving the
+    /// builder as it was.
     pub fn build(&self, codec: Codec, level: i32, producer: ProducerState) -> Result<Bytes> {
-        let mut out = BytesMut::with_capacity(BATCH_HEADER_SIZE + self.records.len());
-        out.put_i64(0);
-        out.put_i32(0); // length, patched below
-        out.put_i32(-1);
-        out.put_i8(2);
-        out.put_u32(0); // CRC, patched below
+        if self.finished {
+            return Err(Error::InvalidRecord("the batch was already encoded".into()));
+        }
+        let mut out = BytesMut::with_capacity(self.buf.len());
+        out.resize(BATCH_HEADER_SIZE, 0);
+        self.encode_into(
+            &mut out,
+            &self.buf[BATCH_HEADER_SIZE..],
+            codec,
+            level,
+            producer,
+        )?;
+        Ok(out.freeze())
+    }
+
+    /// Encodes the batch and hands its buffer on: without compression the header is written in
+    /// front of the records where they lie, so nothing is copied. The builder keeps its count
+    /// and size and takes no more records; finishing it again is an error.
+    pub fn finish(&mut self, codec: Codec, level: i32, producer: ProducerState) -> Result<Bytes> {
+        if self.finished {
+            return Err(Error::InvalidRecord("the batch was already encoded".into()));
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        self.finished = true;
+        if codec == Codec::None {
+            self.write_header(&mut buf, codec, producer)?;
+            return Ok(buf.freeze());
+        }
+        let mut out = BytesMut::with_capacity(BATCH_HEADER_SIZE + self.body / 2);
+        out.resize(BATCH_HEADER_SIZE, 0);
+        self.encode_into(&mut out, &buf[BATCH_HEADER_SIZE..], codec, level, producer)?;
+        Ok(out.freeze())
+    }
+
+    /// Appends `records` (compressed as `codec` says) to `out`, which holds the header's room,
+    /// and writes the header.
+    fn encode_into(
+        &self,
+        out: &mut BytesMut,
+        records: &[u8],
+        codec: Codec,
+        level: i32,
+        producer: ProducerState,
+    ) -> Result<()> {
+        if codec == Codec::None {
+            out.extend_from_slice(records);
+        } else {
+            let mut compressed = Vec::with_capacity(records.len() / 2);
+            compression::compress(codec, level, records, &mut compressed)
+                .map_err(|e| Error::InvalidRecord(format!("compressing a batch: {e}")))?;
+            out.extend_from_slice(&compressed);
+        }
+        self.write_header(out, codec, producer)
+    }
+
+    /// Writes the header over the first [`BATCH_HEADER_SIZE`] bytes of `out`, whose rest is
+    /// the (compressed) records.
+    fn write_header(
+        &self,
+        out: &mut BytesMut,
+        codec: Codec,
+        producer: ProducerState,
+    ) -> Result<()> {
+        let length = i32::try_from(out.len() - 12)
+            .map_err(|_| Error::InvalidRecord("batch over 2 GiB".into()))?;
         let mut attributes = codec.id();
         if producer.transactional {
             attributes |= TRANSACTIONAL_BIT;
         }
-        out.put_i16(attributes);
-        out.put_i32(self.count - 1);
-        out.put_i64(self.base_timestamp);
-        out.put_i64(if self.count == 0 {
+        let mut header = &mut out[..BATCH_HEADER_SIZE];
+        header.put_i64(0);
+        header.put_i32(length);
+        header.put_i32(-1);
+        header.put_i8(2);
+        header.put_u32(0); // CRC, written below
+        header.put_i16(attributes);
+        header.put_i32(self.count - 1);
+        header.put_i64(self.base_timestamp);
+        header.put_i64(if self.count == 0 {
             self.base_timestamp
         } else {
             self.max_timestamp
         });
-        out.put_i64(producer.producer_id);
-        out.put_i16(producer.producer_epoch);
-        out.put_i32(producer.base_sequence);
-        out.put_i32(self.count);
-        if codec == Codec::None {
-            out.extend_from_slice(&self.records);
-        } else {
-            let mut compressed = Vec::with_capacity(self.records.len() / 2);
-            compression::compress(codec, level, &self.records, &mut compressed)
-                .map_err(|e| Error::InvalidRecord(format!("compressing a batch: {e}")))?;
-            out.extend_from_slice(&compressed);
-        }
-        let length = i32::try_from(out.len() - 12)
-            .map_err(|_| Error::InvalidRecord("batch over 2 GiB".into()))?;
-        out[8..12].copy_from_slice(&length.to_be_bytes());
+        header.put_i64(producer.producer_id);
+        header.put_i16(producer.producer_epoch);
+        header.put_i32(producer.base_sequence);
+        header.put_i32(self.count);
         let crc = crc32c::crc32c(&out[ATTRIBUTES_AT..]);
         out[CRC_AT..ATTRIBUTES_AT].copy_from_slice(&crc.to_be_bytes());
-        Ok(out.freeze())
+        Ok(())
     }
 }
 
@@ -692,6 +765,45 @@ mod tests {
             assert_eq!(records[2].key.as_deref(), Some(&b""[..]));
             assert_eq!(records[2].value, None);
             assert_eq!(records[2].offset, 2);
+        }
+    }
+
+    #[test]
+    fn finishing_gives_the_bytes_building_gives_and_only_once() {
+        for codec in [
+            Codec::None,
+            Codec::Gzip,
+            Codec::Snappy,
+            Codec::Lz4,
+            Codec::Zstd,
+        ] {
+            let mut b = BatchBuilder::new(16);
+            for i in 0..50i64 {
+                b.push(1_000 + i, Some(b"key"), Some(&[i as u8; 100]), &[]);
+            }
+            let producer = ProducerState {
+                producer_id: 7,
+                producer_epoch: 2,
+                base_sequence: 40,
+                transactional: true,
+            };
+            let built = b.build(codec, -1, producer).unwrap_or_default();
+            let size = b.size();
+            let finished = b.finish(codec, -1, producer).unwrap_or_default();
+            assert_eq!(finished, built, "{codec:?}");
+            assert_eq!(
+                (b.size(), b.count()),
+                (size, 50),
+                "still known after finish"
+            );
+            assert!(b.finish(codec, -1, producer).is_err(), "finished twice");
+            assert!(b.build(codec, -1, producer).is_err(), "built after finish");
+            b.push(0, None, None, &[]);
+            assert_eq!(b.count(), 50, "a finished batch takes no record");
+            let Some(Ok(batch)) = RecordBatches::new(finished, 1 << 20).next() else {
+                panic!("{codec:?}: the finished batch does not decode")
+            };
+            assert_eq!(batch.header.base_sequence, 40);
         }
     }
 

@@ -19,6 +19,7 @@
 //! aborted, unsent batches fail instead of going out and failed ones are not retried; and
 //! the epoch is never bumped here: the transaction's `abort` (or KIP-890's `EndTxn`) does it.
 
+mod alarm;
 mod producer_id;
 mod request;
 mod settle;
@@ -42,6 +43,7 @@ use crate::client::error::{Error, Result};
 use crate::client::net::Connection;
 use crate::client::observe::{Event as Observed, Interest};
 use crate::client::unwind::unwound;
+use alarm::Alarm;
 use producer_id::FIRST_REBUILD_WAIT;
 use request::{TxnGate, age, prepare, start_produce, txn_produce};
 use settle::{Released, complete_batch, fail_batch, fail_expired, note_txn_failure, queue_of};
@@ -62,6 +64,38 @@ enum Event {
         partitions: Vec<(Arc<str>, i32)>,
         result: Result<()>,
     },
+}
+
+/// One Produce request a planning round made: its leader, its batches and their bytes.
+struct Planned {
+    node: i32,
+    bytes: usize,
+    batches: Vec<ClosedBatch>,
+}
+
+impl Planned {
+    /// Adds `batch` to the request for `node` (at `at` in `requests`), or starts that request.
+    fn add(
+        requests: &mut Vec<Planned>,
+        at: Option<usize>,
+        node: i32,
+        size: usize,
+        batch: ClosedBatch,
+    ) {
+        let index = at.unwrap_or_else(|| {
+            requests.push(Planned {
+                node,
+                bytes: 0,
+                // Most requests carry one batch (one partition per leader).
+                batches: Vec::with_capacity(1),
+            });
+            requests.len() - 1
+        });
+        if let Some(request) = requests.get_mut(index) {
+            request.bytes += size;
+            request.batches.push(batch);
+        }
+    }
 }
 
 struct Sender {
@@ -88,6 +122,11 @@ struct Sender {
     txn_produce: Option<(StrBytes, VersionRange)>,
     /// When the queue is next reported to the observers that asked for statistics.
     statistics_at: Option<Instant>,
+    /// The leaders a round needs connections to (a buffer kept between rounds).
+    leaders: Vec<i32>,
+    /// Wakes the loop at its next deadline (a batch's linger above all) without tokio's
+    /// millisecond of lateness.
+    alarm: Alarm,
 }
 
 /// How often the queue is reported when an observer asks and `statistics.interval.ms` is 0.
@@ -112,6 +151,8 @@ pub(super) async fn run(shared: Arc<Shared>) {
         dial_retry_at: None,
         txn_produce: None,
         statistics_at: None,
+        leaders: Vec::new(),
+        alarm: Alarm::new(),
     };
     sender.run().await;
 }
@@ -159,7 +200,7 @@ impl Sender {
                 next_wake = Some(next_wake.map_or(at, |w| w.min(at)));
             }
             let sent_any = !requests.is_empty();
-            for (node, batches) in requests {
+            for Planned { node, batches, .. } in requests {
                 self.dispatch(node, batches);
             }
             self.maybe_refresh();
@@ -168,12 +209,10 @@ impl Sender {
                 tokio::task::yield_now().await;
                 continue;
             }
-            let sleep = tokio::time::sleep_until(
-                next_wake.unwrap_or_else(|| Instant::now() + Duration::from_hours(1)),
-            );
+            let wake_at = next_wake.unwrap_or_else(|| Instant::now() + Duration::from_hours(1));
             tokio::select! {
                 () = self.shared.wake.notified() => {}
-                () = sleep => {}
+                () = self.alarm.wait_until(wake_at) => {}
                 Some(joined) = self.tasks.join_next(), if !self.tasks.is_empty() => {
                     match joined {
                         Ok(event) => self.handle(event),
@@ -218,18 +257,15 @@ impl Sender {
     }
 
     /// Picks what to send now; returns the requests by leader and when to look again.
-    fn plan(
-        &mut self,
-        now: Instant,
-        closing: bool,
-    ) -> (HashMap<i32, Vec<ClosedBatch>>, Option<Instant>) {
+    fn plan(&mut self, now: Instant, closing: bool) -> (Vec<Planned>, Option<Instant>) {
         let config = &self.shared.config;
         let idempotent = config.enable_idempotence;
         let per_connection = config.effective_in_flight();
         let mut next_wake: Option<Instant> = None;
         let mut wake_at = |t: Instant| next_wake = Some(next_wake.map_or(t, |w: Instant| w.min(t)));
-        let mut requests: HashMap<i32, Vec<ClosedBatch>> = HashMap::new();
-        let mut request_bytes: HashMap<i32, usize> = HashMap::new();
+        // A request per leader; leaders are few, so a list searched in place beats a map
+        // (and allocates nothing in a round that sends nothing).
+        let mut requests: Vec<Planned> = Vec::new();
         let mut expired: Vec<ClosedBatch> = Vec::new();
         let mut guard = self.shared.lock();
         let state: &mut State = &mut guard;
@@ -288,9 +324,10 @@ impl Sender {
                     // must be known before anything after them goes out.
                     continue;
                 }
+                let planned_at = requests.iter().position(|r| r.node == node);
                 let busy = self.node_in_flight.get(&node).copied().unwrap_or(0)
-                    + requests.get(&node).map_or(0, |_| 1);
-                if busy >= per_connection && !requests.contains_key(&node) {
+                    + usize::from(planned_at.is_some());
+                if busy >= per_connection && planned_at.is_none() {
                     continue;
                 }
                 // A request stays within message.max.bytes (librdkafka's meaning of it: the
@@ -299,14 +336,13 @@ impl Sender {
                 let size = queue.ready.front().map_or(0, |b| {
                     b.encoded.as_ref().map_or(b.builder.size(), Bytes::len)
                 });
-                let planned = request_bytes.get(&node).copied().unwrap_or(0);
+                let planned = planned_at.map_or(0, |i| requests[i].bytes);
                 if planned > 0 && planned + size > config.message_max_bytes {
                     continue;
                 }
                 let Some(mut batch) = queue.ready.pop_front() else {
                     continue;
                 };
-                *request_bytes.entry(node).or_default() += size;
                 if let Err(e) = prepare(config, queue, &mut batch, pid, epoch) {
                     note_txn_failure(&mut state.txn, &e);
                     fail_batch(&mut released, batch, &e);
@@ -314,7 +350,7 @@ impl Sender {
                 }
                 queue.in_flight += 1;
                 queue.in_flight_conn = conn.id();
-                requests.entry(node).or_default().push(batch);
+                Planned::add(&mut requests, planned_at, node, size, batch);
             }
         }
         // KIP-890: the first Produce registers the partition, so the transaction exists at
@@ -406,27 +442,26 @@ impl Sender {
             return;
         }
         self.dial_retry_at = None;
-        let nodes: HashSet<i32> = {
+        // Kept from round to round, so that a round allocates nothing for it.
+        let mut nodes = std::mem::take(&mut self.leaders);
+        nodes.clear();
+        {
             let state = self.shared.lock();
             let client = &self.shared.client;
             client.with_metadata(|m| {
-                state
-                    .topics
-                    .iter()
-                    .flat_map(|(topic, queues)| {
-                        queues
-                            .partitions
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, q)| !q.ready.is_empty() || q.open.is_some())
-                            .filter_map(move |(p, _)| {
-                                m.leader(topic, p as i32).map(|(node, _)| node)
-                            })
-                    })
-                    .collect()
-            })
-        };
-        for node in nodes {
+                nodes.extend(state.topics.iter().flat_map(|(topic, queues)| {
+                    queues
+                        .partitions
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, q)| !q.ready.is_empty() || q.open.is_some())
+                        .filter_map(move |(p, _)| m.leader(topic, p as i32).map(|(node, _)| node))
+                }));
+            });
+        }
+        nodes.sort_unstable();
+        nodes.dedup();
+        for &node in &nodes {
             if self.conns.get(&node).is_some_and(|c| !c.is_closed()) {
                 continue;
             }
@@ -445,6 +480,7 @@ impl Sender {
                 }
             }
         }
+        self.leaders = nodes;
     }
 
     /// Puts one Produce request on the wire now, on the connection the plan chose, so that
@@ -559,8 +595,20 @@ impl Sender {
                 return;
             }
         };
+        // Each batch's answer. A request of a few batches is searched in place; a map is
+        // built only for large ones (a search per batch would be quadratic there).
         let mut answers: HashMap<(&str, i32), (i16, i64, i64)> = HashMap::new();
-        if let Some(response) = &response {
+        let find = |response: &ProduceResponse, topic: &str, partition: i32| {
+            response
+                .responses
+                .iter()
+                .filter(|t| t.name.0.as_str() == topic)
+                .flat_map(|t| &t.partition_responses)
+                .find(|p| p.index == partition)
+                .map(|p| (p.error_code, p.base_offset, p.log_append_time_ms))
+        };
+        let small = batches.len() <= 8;
+        if let Some(response) = response.as_ref().filter(|_| !small) {
             for t in &response.responses {
                 for p in &t.partition_responses {
                     answers.insert(
@@ -573,10 +621,10 @@ impl Sender {
         let mut state = shared.lock();
         let mut retry = Vec::new();
         for b in batches {
-            let answer = if response.is_none() {
-                Some((0, -1, -1)) // acks=0: no answer is the answer
-            } else {
-                answers.get(&(b.topic.as_ref(), b.partition)).copied()
+            let answer = match &response {
+                None => Some((0, -1, -1)), // acks=0: no answer is the answer
+                Some(response) if small => find(response, &b.topic, b.partition),
+                Some(_) => answers.get(&(b.topic.as_ref(), b.partition)).copied(),
             };
             let Some((code, base_offset, append_time)) = answer else {
                 retry.push((

@@ -171,8 +171,8 @@ impl Sender {
                         ));
                         fail_batch(&mut released, b, &e);
                     } else {
+                        // A new sequence at its next send, written into its encoded bytes.
                         b.sequence = None;
-                        b.encoded = None;
                         keep.push_back(b);
                     }
                 }

@@ -21,7 +21,7 @@ use super::settle::{Released, drop_queued};
 use crate::client::config::{Acks, ProducerConfig};
 use crate::client::error::{Error, Result};
 use crate::client::net::{Connection, InFlight};
-use crate::client::records::ProducerState;
+use crate::client::records::{ProducerState, patch_producer_state};
 
 /// Produce versions with topic names (v13 moved to topic ids).
 const PRODUCE_VERSIONS: VersionRange = VersionRange { min: 3, max: 12 };
@@ -65,7 +65,9 @@ pub(super) fn age(
     wake
 }
 
-/// Fixes the batch's sequence (first send, or first send in a new epoch) and encodes it.
+/// Fixes the batch's sequence (first send, or first send in a new epoch) and encodes it: once,
+/// at its first send; a batch sent again in a new epoch has its producer fields rewritten in
+/// the encoded bytes (the records, compressed or not, are left as they are).
 pub(super) fn prepare(
     config: &ProducerConfig,
     queue: &mut PartitionQueue,
@@ -73,11 +75,12 @@ pub(super) fn prepare(
     pid: i64,
     epoch: i16,
 ) -> Result<()> {
+    let mut renumbered = false;
     let producer = if config.enable_idempotence {
         if batch.sequence.is_none() || batch.epoch != epoch {
             batch.sequence = Some(queue.next_sequence);
             queue.next_sequence = queue.next_sequence.wrapping_add(batch.count()) & i32::MAX;
-            batch.encoded = None;
+            renumbered = true;
         }
         batch.epoch = epoch;
         ProducerState {
@@ -89,13 +92,18 @@ pub(super) fn prepare(
     } else {
         ProducerState::NONE
     };
-    if batch.encoded.is_none() {
-        batch.encoded = Some(batch.builder.build(
-            config.compression,
-            config.compression_level,
-            producer,
-        )?);
-    }
+    batch.encoded = Some(match batch.encoded.take() {
+        None => batch
+            .builder
+            .finish(config.compression, config.compression_level, producer)?,
+        Some(encoded) if renumbered => patch_producer_state(
+            &encoded,
+            producer.producer_id,
+            producer.producer_epoch,
+            producer.base_sequence,
+        )?,
+        Some(encoded) => encoded,
+    });
     Ok(())
 }
 
@@ -162,7 +170,7 @@ pub(super) fn start_produce(
 ) -> Result<Option<InFlight<ProduceRequest>>> {
     let versions = transactional.map_or(PRODUCE_VERSIONS, |(_, v)| PRODUCE_VERSIONS.intersect(v));
     let version = conn.version_of::<ProduceRequest>(versions)?;
-    let mut topics: Vec<TopicProduceData> = Vec::new();
+    let mut topics: Vec<TopicProduceData> = Vec::with_capacity(1);
     for b in batches {
         let data = PartitionProduceData::default()
             .with_index(b.partition)
@@ -191,4 +199,81 @@ pub(super) fn start_produce(
     // The broker answers by `timeout` at the latest; allow for the network on top.
     let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
     conn.start(&request, version, wait).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tokio::time::Instant;
+
+    use super::prepare;
+    use crate::client::config::ProducerConfig;
+    use crate::client::producer::accumulator::{ClosedBatch, PartitionQueue};
+    use crate::client::records::{BatchBuilder, Codec, RecordBatches};
+
+    fn batch(records: usize) -> ClosedBatch {
+        let mut builder = BatchBuilder::new(0);
+        for i in 0..records {
+            builder.push(1_000, None, Some(format!("r{i}").as_bytes()), &[]);
+        }
+        ClosedBatch {
+            topic: Arc::from("t"),
+            partition: 0,
+            builder,
+            deliveries: Vec::new(),
+            created: Instant::now(),
+            encoded: None,
+            sequence: None,
+            epoch: -1,
+            attempts: 0,
+            order: 0,
+            maybe_written: false,
+        }
+    }
+
+    /// (producer id, epoch, base sequence, records) of an encoded batch.
+    fn header(b: &ClosedBatch) -> (i64, i16, i32, usize) {
+        let encoded = b.encoded.clone().unwrap_or_default();
+        let Some(Ok(decoded)) = RecordBatches::new(encoded, 1 << 20).next() else {
+            panic!("the encoded batch does not decode")
+        };
+        let h = &decoded.header;
+        (
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            decoded.records().map_or(0, |r| r.len()),
+        )
+    }
+
+    /// A batch is encoded once; sent again in a new epoch it gets the next sequence of that
+    /// epoch written into the same bytes (its records, compressed or not, untouched).
+    #[test]
+    fn a_batch_is_encoded_once_and_renumbered_in_a_new_epoch() {
+        for codec in [Codec::None, Codec::Lz4] {
+            let config = ProducerConfig {
+                enable_idempotence: true,
+                compression: codec,
+                ..ProducerConfig::default()
+            };
+            let mut queue = PartitionQueue::default();
+            let mut first = batch(3);
+            prepare(&config, &mut queue, &mut first, 7, 0).expect("prepared");
+            assert_eq!(header(&first), (7, 0, 0, 3));
+            let mut second = batch(2);
+            prepare(&config, &mut queue, &mut second, 7, 0).expect("prepared");
+            assert_eq!(header(&second), (7, 0, 3, 2));
+            // A retry in the same epoch keeps its bytes.
+            let before = second.encoded.clone();
+            prepare(&config, &mut queue, &mut second, 7, 0).expect("prepared");
+            assert_eq!(second.encoded, before);
+            // The epoch was bumped: sequences start again, and the batch is renumbered.
+            queue.restart_sequence();
+            second.sequence = None;
+            prepare(&config, &mut queue, &mut second, 7, 1).expect("prepared");
+            assert_eq!(header(&second), (7, 1, 0, 2), "{codec:?}");
+            assert_eq!(queue.next_sequence, 2);
+        }
+    }
 }

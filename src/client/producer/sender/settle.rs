@@ -6,18 +6,18 @@
 //! ([`Released::tell`]), never under it, so an observer that asks the producer something
 //! (its queue, its in-flight count) cannot deadlock it; and they hear of a batch before its
 //! records' futures resolve, so a caller whose send returned finds it heard. What a round
-//! settles is gathered in a [`Released`] under the lock. With no observer for the producer's
-//! family nothing is built or kept: each future resolves where its batch is settled.
+//! settles is gathered in a [`Released`] under the lock, a batch at a time (its deliveries
+//! and one outcome), and the records' futures resolve only once the lock is released: a
+//! caller woken by the first of a batch's thousand reports sends its next record without
+//! waiting for the lock while the other 999 are resolved, and is not woken again and again.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::oneshot::Sender;
-
 use super::super::RecordMetadata;
 use super::super::accumulator::{ClosedBatch, PartitionQueue, Pending, State};
 use super::super::transaction::{Origin, TxnState, classify};
-use crate::client::error::{Error, Result};
+use crate::client::error::Error;
 use crate::client::observe::{Event as Observed, Interest, Observers};
 
 /// What a round of the sender settled: the records and bytes that leave the queue's limits,
@@ -28,8 +28,21 @@ pub(super) struct Released {
     /// Whether an observer asked for the producer's events.
     telling: bool,
     told: Vec<Told>,
-    /// The records' outcomes, kept until the observers were told (only while telling).
-    outcomes: Vec<(Sender<Result<RecordMetadata>>, Result<RecordMetadata>)>,
+    /// The settled batches' deliveries and outcomes, resolved once the lock is released.
+    outcomes: Vec<(Vec<Pending>, Outcome)>,
+}
+
+/// What a settled batch's records get.
+enum Outcome {
+    /// Written at `base_offset` (-1 with `acks=0`); `append_time` is the broker's log-append
+    /// time, -1 where the topic keeps create times.
+    Written {
+        topic: Arc<str>,
+        partition: i32,
+        base_offset: i64,
+        append_time: i64,
+    },
+    Failed(Error),
 }
 
 /// A round left without [`Released::tell`] (a panic on the way) still resolves its records'
@@ -79,16 +92,16 @@ impl Released {
         }
     }
 
-    /// Settles one record: its future gets `outcome`, now or, while telling, once the
-    /// observers heard of its batch.
-    fn settle(&mut self, delivery: Pending, outcome: Result<RecordMetadata>) {
-        self.records += 1;
-        self.bytes += delivery.bytes;
-        if self.telling {
-            self.outcomes.push((delivery.tx, outcome));
-        } else {
-            let _ = delivery.tx.send(outcome);
+    /// Settles a batch's records: their queue space is released with the round's, and their
+    /// futures get `outcome` once the lock is released.
+    fn settle(&mut self, deliveries: Vec<Pending>, outcome: Outcome) {
+        // Most rounds settle one batch: room for exactly one first.
+        if self.outcomes.capacity() == 0 {
+            self.outcomes.reserve_exact(1);
         }
+        self.records += deliveries.len();
+        self.bytes += deliveries.iter().map(|d| d.bytes).sum::<usize>();
+        self.outcomes.push((deliveries, outcome));
     }
 
     /// Tells the observers what the round settled, then resolves the records' futures. Call
@@ -148,8 +161,37 @@ impl Released {
     }
 
     fn resolve(&mut self) {
-        for (tx, outcome) in self.outcomes.drain(..) {
-            let _ = tx.send(outcome);
+        for (deliveries, outcome) in self.outcomes.drain(..) {
+            match outcome {
+                Outcome::Written {
+                    topic,
+                    partition,
+                    base_offset,
+                    append_time,
+                } => {
+                    for (i, d) in deliveries.into_iter().enumerate() {
+                        let _ = d.tx.send(Ok(RecordMetadata {
+                            topic: topic.clone(),
+                            partition,
+                            offset: if base_offset < 0 {
+                                -1
+                            } else {
+                                base_offset + i as i64
+                            },
+                            timestamp: if append_time >= 0 {
+                                append_time
+                            } else {
+                                d.timestamp
+                            },
+                        }));
+                    }
+                }
+                Outcome::Failed(error) => {
+                    for d in deliveries {
+                        let _ = d.tx.send(Err(error.clone()));
+                    }
+                }
+            }
         }
     }
 
@@ -162,9 +204,7 @@ impl Released {
         error: &Error,
     ) {
         self.failed(topic, partition, deliveries.len(), error);
-        for d in deliveries {
-            self.settle(d, Err(error.clone()));
-        }
+        self.settle(deliveries, Outcome::Failed(error.clone()));
     }
 
     fn failed(&mut self, topic: &Arc<str>, partition: i32, records: usize, error: &Error) {
@@ -218,6 +258,9 @@ pub(super) fn complete_batch(
         queue.acked_in_epoch = true;
     }
     if released.telling {
+        if released.told.capacity() == 0 {
+            released.told.reserve_exact(1);
+        }
         released.told.push(Told::Written {
             node,
             topic: batch.topic.clone(),
@@ -229,33 +272,21 @@ pub(super) fn complete_batch(
             latency: batch.created.elapsed(),
         });
     }
-    for (i, d) in batch.deliveries.into_iter().enumerate() {
-        let offset = if base_offset < 0 {
-            -1
-        } else {
-            base_offset + i as i64
-        };
-        let timestamp = if append_time >= 0 {
-            append_time
-        } else {
-            d.timestamp
-        };
-        let metadata = RecordMetadata {
-            topic: batch.topic.clone(),
+    released.settle(
+        batch.deliveries,
+        Outcome::Written {
+            topic: batch.topic,
             partition: batch.partition,
-            offset,
-            timestamp,
-        };
-        released.settle(d, Ok(metadata));
-    }
+            base_offset,
+            append_time,
+        },
+    );
 }
 
 /// Fails every record of a batch with `error`.
 pub(super) fn fail_batch(released: &mut Released, batch: ClosedBatch, error: &Error) {
     released.failed(&batch.topic, batch.partition, batch.deliveries.len(), error);
-    for d in batch.deliveries {
-        released.settle(d, Err(error.clone()));
-    }
+    released.settle(batch.deliveries, Outcome::Failed(error.clone()));
 }
 
 /// Fails the batches that waited past `message.timeout.ms`; says whether any had a sequence

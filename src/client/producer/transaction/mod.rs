@@ -38,7 +38,7 @@ pub(crate) use requests::{ProducerIdentity, Requests, undecided};
 pub(crate) use state::{Phase, TxnState};
 
 use super::accumulator::State;
-use super::{DeliveryFuture, Producer, ProducerRecord};
+use super::{DeliveryFuture, Producer, ProducerRecord, RecordRef};
 use crate::client::Client;
 use crate::client::config::ProducerConfig;
 use crate::client::consumer::{GroupMetadata, OffsetToCommit};
@@ -292,6 +292,29 @@ impl TransactionalProducer {
         timeout: Duration,
     ) -> Result<DeliveryFuture> {
         self.producer.send_timeout(record, timeout).await
+    }
+
+    /// Like [`send`](Self::send), from borrowed parts (see [`Producer::send_ref`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: as [`send`](Self::send), the record is queued only in the poll that returns.
+    pub async fn send_ref(&self, record: RecordRef<'_>) -> Result<DeliveryFuture> {
+        self.producer.send_ref(record).await
+    }
+
+    /// Like [`send_ref`](Self::send_ref), but fails when no queue space frees up within
+    /// `timeout`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: as [`send`](Self::send), the record is queued only in the poll that returns.
+    pub async fn send_ref_timeout(
+        &self,
+        record: RecordRef<'_>,
+        timeout: Duration,
+    ) -> Result<DeliveryFuture> {
+        self.producer.send_ref_timeout(record, timeout).await
     }
 
     /// Puts consumed offsets (next offsets to read, Kafka's convention) in the open
