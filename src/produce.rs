@@ -117,8 +117,13 @@ pub(crate) fn producer_record<'a>(
     options: Option<&KafkaOptions>,
 ) -> Result<Outgoing<'a>, KafkaError> {
     check_topic_name(topic).map_err(|e| KafkaError::Publish(KafkaError::text(e)))?;
-    let key = headers.remove(PARTITION_KEY_HEADER);
-    headers.remove(EOS_SOURCE_HEADER);
+    // Most messages carry no headers: nothing to look up then.
+    let key = if headers.is_empty() {
+        None
+    } else {
+        headers.remove(EOS_SOURCE_HEADER);
+        headers.remove(PARTITION_KEY_HEADER)
+    };
     let wire: Vec<Header> = if headers.is_empty() {
         Vec::new()
     } else {

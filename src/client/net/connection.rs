@@ -82,6 +82,9 @@ type PendingTable = Arc<Mutex<HashMap<i32, Pending>>>;
 enum Outgoing {
     /// A frame to write.
     Frame(Bytes),
+    /// A frame in pieces, written one after the other: a body that references large buffers
+    /// (a Produce request's batches) goes out without being copied into one frame.
+    Pieces(Vec<Bytes>),
     /// Re-authentication: from here on only the frames of this channel go out, until it closes
     /// (the frames queued behind wait, in order).
     Exclusive(mpsc::UnboundedReceiver<Bytes>),
@@ -422,6 +425,28 @@ impl Connection {
         })
     }
 
+    /// Like [`start`](Self::start), for a request whose body the caller encoded at `version`
+    /// as `body`, pieces of one encoding that go on the wire one after the other (not copied
+    /// into one frame): what a Produce request of large batches does.
+    pub fn start_encoded<R: Request>(
+        &self,
+        body: Vec<Bytes>,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<InFlight<R>> {
+        let (correlation, rx) = self.wire.submit_encoded::<R>(body, version)?;
+        let started = self.closed.request_started();
+        Ok(InFlight {
+            correlation,
+            rx,
+            version,
+            timeout,
+            closer: self.closer(),
+            started,
+            _request: PhantomData,
+        })
+    }
+
     fn closer(&self) -> Closer {
         Closer {
             address: self.address.clone(),
@@ -458,6 +483,75 @@ impl Wire {
         self.closed.is_closed()
     }
 
+    /// A new correlation id and the start of its frame: the length (of a body of `body`
+    /// bytes) and the request header, with room for the body.
+    fn frame_head<R: Request>(&self, version: i16, body: usize) -> Result<(i32, BytesMut)> {
+        let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed) & i32::MAX;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation)
+            .with_client_id(self.client_id.clone());
+        let header_version = <R as HeaderVersion>::header_version(version);
+        let encode_error =
+            |e: anyhow::Error| Error::InvalidRecord(format!("encoding request: {e}"));
+        let head = header.compute_size(header_version).map_err(encode_error)?;
+        let length = i32::try_from(head + body)
+            .map_err(|_| Error::InvalidRecord("request too large".into()))?;
+        let mut frame = BytesMut::with_capacity(4 + head + body);
+        frame.put_i32(length);
+        header
+            .encode(&mut frame, header_version)
+            .map_err(encode_error)?;
+        Ok((correlation, frame))
+    }
+
+    /// Registers the wait for the answer to `correlation`.
+    fn expect<R: Request>(
+        &self,
+        correlation: i32,
+        version: i16,
+    ) -> Result<oneshot::Receiver<Result<Bytes>>> {
+        let (tx, rx) = oneshot::channel();
+        let flexible_header = <R::Response as HeaderVersion>::header_version(version) >= 1;
+        lock(&self.pending).insert(
+            correlation,
+            Pending {
+                tx,
+                flexible_header,
+            },
+        );
+        // A close between the check before and the insert would have missed this entry and
+        // left its caller waiting for an answer no reader will deliver.
+        if self.is_closed() {
+            lock(&self.pending).remove(&correlation);
+            return Err(Error::Closed(format!("connection to {}", self.address)));
+        }
+        Ok(rx)
+    }
+
+    /// Queues a request whose body was encoded in `pieces`, in turn, and waits for its answer.
+    fn submit_encoded<R: Request>(
+        &self,
+        pieces: Vec<Bytes>,
+        version: i16,
+    ) -> Result<(i32, oneshot::Receiver<Result<Bytes>>)> {
+        if self.is_closed() {
+            return Err(Error::Closed(format!("connection to {}", self.address)));
+        }
+        let body = pieces.iter().map(Bytes::len).sum();
+        let (correlation, head) = self.frame_head::<R>(version, body)?;
+        let rx = self.expect::<R>(correlation, version)?;
+        let mut frame = Vec::with_capacity(pieces.len() + 1);
+        frame.push(head.freeze());
+        frame.extend(pieces);
+        if self.frames.send(Outgoing::Pieces(frame)).is_err() {
+            lock(&self.pending).remove(&correlation);
+            return Err(Error::Closed(format!("connection to {}", self.address)));
+        }
+        Ok((correlation, rx))
+    }
+
     /// Encodes `request` and queues it: on `route` during re-authentication, else in turn.
     fn submit<R: Request>(
         &self,
@@ -469,43 +563,13 @@ impl Wire {
         if self.is_closed() {
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
-        let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed) & i32::MAX;
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(correlation)
-            .with_client_id(self.client_id.clone());
-        let header_version = <R as HeaderVersion>::header_version(version);
         let encode_error =
             |e: anyhow::Error| Error::InvalidRecord(format!("encoding request: {e}"));
-        let size = header.compute_size(header_version).map_err(encode_error)?
-            + request.compute_size(version).map_err(encode_error)?;
-        let length =
-            i32::try_from(size).map_err(|_| Error::InvalidRecord("request too large".into()))?;
-        let mut frame = BytesMut::with_capacity(size + 4);
-        frame.put_i32(length);
-        header
-            .encode(&mut frame, header_version)
-            .map_err(encode_error)?;
+        let body = request.compute_size(version).map_err(encode_error)?;
+        let (correlation, mut frame) = self.frame_head::<R>(version, body)?;
         request.encode(&mut frame, version).map_err(encode_error)?;
-
         let rx = if expect_response {
-            let (tx, rx) = oneshot::channel();
-            let flexible_header = <R::Response as HeaderVersion>::header_version(version) >= 1;
-            lock(&self.pending).insert(
-                correlation,
-                Pending {
-                    tx,
-                    flexible_header,
-                },
-            );
-            // A close between the check above and the insert would have missed this entry
-            // and left its caller waiting for an answer no reader will deliver.
-            if self.is_closed() {
-                lock(&self.pending).remove(&correlation);
-                return Err(Error::Closed(format!("connection to {}", self.address)));
-            }
-            Some(rx)
+            Some(self.expect::<R>(correlation, version)?)
         } else {
             None
         };
@@ -782,6 +846,12 @@ async fn write_frames<W: AsyncWrite + Unpin>(
             while let Some(item) = next.take() {
                 match item {
                     Outgoing::Frame(frame) => writer.write_all(&frame).await?,
+                    // Small pieces gather in the buffer; a large one goes to the socket as it is.
+                    Outgoing::Pieces(pieces) => {
+                        for piece in pieces {
+                            writer.write_all(&piece).await?;
+                        }
+                    }
                     Outgoing::Exclusive(mut only) => {
                         writer.flush().await?;
                         while let Some(frame) = only.recv().await {

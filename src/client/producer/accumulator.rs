@@ -436,8 +436,15 @@ impl Shared {
             Some(p) => p,
             None => self.choose_partition(queues, record, count, now_ms),
         };
-        let topic = queues.name.clone();
-        let Some(queue) = queues.partitions.get_mut(partition as usize) else {
+        // The name borrowed, not cloned: its count is shared with every delivery report of
+        // the topic, which other threads take and drop, and a clone per record here made that
+        // cache line bounce between cores on every send.
+        let TopicQueues {
+            name: topic,
+            partitions,
+            ..
+        } = queues;
+        let Some(queue) = partitions.get_mut(partition as usize) else {
             return Err(Error::protocol("partition beyond the topic's queues"));
         };
         let (tx, rx) = oneshot::channel();
@@ -446,7 +453,7 @@ impl Shared {
             timestamp,
             bytes: size,
         };
-        let wake = self.append(queue, &topic, partition, record, pending, timestamp);
+        let wake = self.append(queue, topic, partition, record, pending, timestamp);
         state.queued_messages += 1;
         state.queued_bytes += size;
         Ok(Placement::Placed {

@@ -57,14 +57,12 @@ impl Alarm {
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux {
-    use std::os::fd::OwnedFd;
+    use std::os::fd::{AsFd, AsRawFd, RawFd};
     use std::time::Duration;
 
-    use rustix::io::Errno;
-    use rustix::time::{
-        Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec, timerfd_create,
-        timerfd_settime,
-    };
+    use nix::errno::Errno;
+    use nix::sys::time::TimeSpec;
+    use nix::sys::timerfd::{ClockId, Expiration, TimerFlags, TimerSetTimeFlags};
     use tokio::io::Interest;
     use tokio::io::unix::AsyncFd;
     use tokio::time::Instant;
@@ -73,33 +71,43 @@ mod linux {
     /// milliseconds, not for a wait of a second.
     const FAR: Duration = Duration::from_millis(100);
 
+    /// The timer, owned: its descriptor is the one it was made with until it is dropped.
+    #[derive(Debug)]
+    struct Owned(nix::sys::timerfd::TimerFd);
+
+    impl AsRawFd for Owned {
+        fn as_raw_fd(&self) -> RawFd {
+            self.0.as_fd().as_raw_fd()
+        }
+    }
+
+    /// Registers the timer with tokio's reactor.
+    ///
+    /// tokio 1.54 deprecated its safe constructors (in favour of `unsafe` ones) because a type
+    /// whose `as_raw_fd` may change or close its descriptor would break the reactor's
+    /// book-keeping. A timer moved into the `AsyncFd` is the case that is sound: it keeps one
+    /// descriptor, open until the `AsyncFd` drops it.
+    #[allow(deprecated)]
+    fn register(timer: Owned) -> std::io::Result<AsyncFd<Owned>> {
+        AsyncFd::with_interest(timer, Interest::READABLE)
+    }
+
     /// A non-blocking `CLOCK_MONOTONIC` timerfd registered with tokio's reactor.
     #[derive(Debug)]
     pub(super) struct TimerFd {
-        fd: AsyncFd<OwnedFd>,
+        fd: AsyncFd<Owned>,
         /// The instant it is armed for, until it fires.
         armed: Option<Instant>,
     }
 
-    /// Registers the timerfd with tokio's reactor.
-    ///
-    /// tokio 1.54 deprecated its safe constructors (in favour of `unsafe` ones) because a type
-    /// whose `as_raw_fd` may change or close its descriptor would break the reactor's book-keeping.
-    /// An `OwnedFd` moved into the `AsyncFd` is the case that is sound: it keeps one descriptor,
-    /// open until the `AsyncFd` drops it.
-    #[allow(deprecated)]
-    fn register(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
-        AsyncFd::with_interest(fd, Interest::READABLE)
-    }
-
     impl TimerFd {
         pub(super) fn new() -> Option<TimerFd> {
-            let made = timerfd_create(
-                TimerfdClockId::Monotonic,
-                TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+            let made = nix::sys::timerfd::TimerFd::new(
+                ClockId::CLOCK_MONOTONIC,
+                TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
             )
             .map_err(std::io::Error::from)
-            .and_then(register);
+            .and_then(|timer| register(Owned(timer)));
             match made {
                 Ok(fd) => Some(TimerFd { fd, armed: None }),
                 Err(e) => {
@@ -109,8 +117,8 @@ mod linux {
             }
         }
 
-        /// Fires once `at` has passed; pending forever when the timer cannot be armed (the
-        /// caller's tokio sleep ends the wait then).
+        /// Fires once `at` has passed; pending forever when `at` is far or the timer cannot
+        /// be armed (the caller's tokio sleep ends the wait then).
         ///
         /// # Cancel safety
         ///
@@ -128,7 +136,14 @@ mod linux {
                 return std::future::pending().await;
             }
             if self.armed != Some(at) {
-                if self.arm(left).is_err() {
+                // Never zero: that would disarm it.
+                let value = TimeSpec::from_duration(left.max(Duration::from_nanos(1)));
+                let armed = self
+                    .fd
+                    .get_ref()
+                    .0
+                    .set(Expiration::OneShot(value), TimerSetTimeFlags::empty());
+                if armed.is_err() {
                     self.armed = None;
                     return std::future::pending().await;
                 }
@@ -138,36 +153,19 @@ mod linux {
                 let Ok(mut ready) = self.fd.readable().await else {
                     return std::future::pending().await;
                 };
-                let mut count = [0u8; 8];
-                match rustix::io::read(self.fd.get_ref(), &mut count) {
-                    Ok(_) => {
+                match self.fd.get_ref().0.wait() {
+                    Ok(()) => {
                         self.armed = None;
                         return;
                     }
                     // Readiness left over from an expiry that a re-arm has since reset.
-                    Err(Errno::AGAIN) => ready.clear_ready(),
+                    Err(Errno::EAGAIN) => ready.clear_ready(),
                     Err(_) => {
                         self.armed = None;
                         return std::future::pending().await;
                     }
                 }
             }
-        }
-
-        /// Arms the timer to expire once, `left` from now (never zero: that would disarm it).
-        fn arm(&self, left: Duration) -> rustix::io::Result<()> {
-            let value = Timespec::try_from(left.max(Duration::from_nanos(1))).unwrap_or(Timespec {
-                tv_sec: i64::MAX,
-                tv_nsec: 0,
-            });
-            let spec = Itimerspec {
-                it_interval: Timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                },
-                it_value: value,
-            };
-            timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::empty(), &spec).map(|_| ())
         }
     }
 }

@@ -20,6 +20,7 @@
 //! the epoch is never bumped here: the transaction's `abort` (or KIP-890's `EndTxn`) does it.
 
 mod alarm;
+mod body;
 mod producer_id;
 mod request;
 mod settle;

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use super::super::accumulator::{ClosedBatch, PartitionQueue, close_open};
 use super::super::transaction::TxnState;
+use super::body::produce_body;
 use super::settle::{Released, drop_queued};
 use crate::client::config::{Acks, ProducerConfig};
 use crate::client::error::{Error, Result};
@@ -170,6 +171,20 @@ pub(super) fn start_produce(
 ) -> Result<Option<InFlight<ProduceRequest>>> {
     let versions = transactional.map_or(PRODUCE_VERSIONS, |(_, v)| PRODUCE_VERSIONS.intersect(v));
     let version = conn.version_of::<ProduceRequest>(versions)?;
+    let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    if acks != Acks::None {
+        // The usual request: its batches go to the socket as they are, not copied into a frame.
+        let body = produce_body(
+            version,
+            transactional.map(|(id, _)| id.as_str()),
+            acks.wire(),
+            timeout_ms,
+            batches,
+        )?;
+        // The broker answers by `timeout` at the latest; allow for the network on top.
+        let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
+        return conn.start_encoded(body, version, wait).map(Some);
+    }
     let mut topics: Vec<TopicProduceData> = Vec::with_capacity(1);
     for b in batches {
         let data = PartitionProduceData::default()
@@ -190,15 +205,11 @@ pub(super) fn start_produce(
     let request = ProduceRequest::default()
         .with_transactional_id(transactional.map(|(id, _)| TransactionalId(id.clone())))
         .with_acks(acks.wire())
-        .with_timeout_ms(i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX))
+        .with_timeout_ms(timeout_ms)
         .with_topic_data(topics);
-    if acks == Acks::None {
-        conn.start_without_response(&request, version)?;
-        return Ok(None);
-    }
-    // The broker answers by `timeout` at the latest; allow for the network on top.
-    let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
-    conn.start(&request, version, wait).map(Some)
+    // acks=0: no answer to wait for, and a request encoded whole.
+    conn.start_without_response(&request, version)?;
+    Ok(None)
 }
 
 #[cfg(test)]
