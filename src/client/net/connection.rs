@@ -413,16 +413,26 @@ impl Connection {
         let Some(rx) = rx else {
             return Err(Error::protocol("no response slot"));
         };
-        let started = self.closed.request_started();
-        Ok(InFlight {
+        Ok(self.in_flight(correlation, rx, version, timeout))
+    }
+
+    /// The wait for the answer to a request just queued.
+    fn in_flight<R: Request>(
+        &self,
+        correlation: i32,
+        rx: oneshot::Receiver<Result<Bytes>>,
+        version: i16,
+        timeout: Duration,
+    ) -> InFlight<R> {
+        InFlight {
             correlation,
             rx,
             version,
             timeout,
             closer: self.closer(),
-            started,
+            started: self.closed.request_started(),
             _request: PhantomData,
-        })
+        }
     }
 
     /// Like [`start`](Self::start), for a request whose body the caller encoded at `version`
@@ -434,17 +444,23 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<InFlight<R>> {
-        let (correlation, rx) = self.wire.submit_encoded::<R>(body, version)?;
-        let started = self.closed.request_started();
-        Ok(InFlight {
-            correlation,
-            rx,
-            version,
-            timeout,
-            closer: self.closer(),
-            started,
-            _request: PhantomData,
-        })
+        let (correlation, rx) = self.wire.submit_encoded::<R>(body, version, true)?;
+        let Some(rx) = rx else {
+            return Err(Error::protocol("no response slot"));
+        };
+        Ok(self.in_flight(correlation, rx, version, timeout))
+    }
+
+    /// Like [`start_encoded`](Self::start_encoded), for a request the broker does not answer
+    /// (a Produce with `acks=0`); it is queued for the wire before this returns.
+    pub fn start_encoded_without_response<R: Request>(
+        &self,
+        body: Vec<Bytes>,
+        version: i16,
+    ) -> Result<()> {
+        self.wire
+            .submit_encoded::<R>(body, version, false)
+            .map(|_| ())
     }
 
     fn closer(&self) -> Closer {
@@ -530,18 +546,24 @@ impl Wire {
         Ok(rx)
     }
 
-    /// Queues a request whose body was encoded in `pieces`, in turn, and waits for its answer.
+    /// Queues a request whose body was encoded in `pieces`, in turn, with a wait for its answer
+    /// if one comes.
     fn submit_encoded<R: Request>(
         &self,
         pieces: Vec<Bytes>,
         version: i16,
-    ) -> Result<(i32, oneshot::Receiver<Result<Bytes>>)> {
+        expect_response: bool,
+    ) -> Result<(i32, Option<oneshot::Receiver<Result<Bytes>>>)> {
         if self.is_closed() {
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
         let body = pieces.iter().map(Bytes::len).sum();
         let (correlation, head) = self.frame_head::<R>(version, body)?;
-        let rx = self.expect::<R>(correlation, version)?;
+        let rx = if expect_response {
+            Some(self.expect::<R>(correlation, version)?)
+        } else {
+            None
+        };
         let mut frame = Vec::with_capacity(pieces.len() + 1);
         frame.push(head.freeze());
         frame.extend(pieces);

@@ -9,9 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, TopicName, TransactionalId};
+use kafka_protocol::messages::ProduceRequest;
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::time::Instant;
 
@@ -172,44 +170,21 @@ pub(super) fn start_produce(
     let versions = transactional.map_or(PRODUCE_VERSIONS, |(_, v)| PRODUCE_VERSIONS.intersect(v));
     let version = conn.version_of::<ProduceRequest>(versions)?;
     let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-    if acks != Acks::None {
-        // The usual request: its batches go to the socket as they are, not copied into a frame.
-        let body = produce_body(
-            version,
-            transactional.map(|(id, _)| id.as_str()),
-            acks.wire(),
-            timeout_ms,
-            batches,
-        )?;
-        // The broker answers by `timeout` at the latest; allow for the network on top.
-        let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
-        return conn.start_encoded(body, version, wait).map(Some);
+    // The batches go to the socket as they are, not copied into a frame.
+    let body = produce_body(
+        version,
+        transactional.map(|(id, _)| id.as_str()),
+        acks.wire(),
+        timeout_ms,
+        batches,
+    )?;
+    if acks == Acks::None {
+        conn.start_encoded_without_response::<ProduceRequest>(body, version)?;
+        return Ok(None);
     }
-    let mut topics: Vec<TopicProduceData> = Vec::with_capacity(1);
-    for b in batches {
-        let data = PartitionProduceData::default()
-            .with_index(b.partition)
-            .with_records(Some(b.encoded.clone().unwrap_or_else(Bytes::new)));
-        match topics
-            .iter_mut()
-            .find(|t| t.name.0.as_str() == b.topic.as_ref())
-        {
-            Some(t) => t.partition_data.push(data),
-            None => topics.push(
-                TopicProduceData::default()
-                    .with_name(TopicName(StrBytes::from_string(b.topic.to_string())))
-                    .with_partition_data(vec![data]),
-            ),
-        }
-    }
-    let request = ProduceRequest::default()
-        .with_transactional_id(transactional.map(|(id, _)| TransactionalId(id.clone())))
-        .with_acks(acks.wire())
-        .with_timeout_ms(timeout_ms)
-        .with_topic_data(topics);
-    // acks=0: no answer to wait for, and a request encoded whole.
-    conn.start_without_response(&request, version)?;
-    Ok(None)
+    // The broker answers by `timeout` at the latest; allow for the network on top.
+    let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
+    conn.start_encoded(body, version, wait).map(Some)
 }
 
 #[cfg(test)]
