@@ -16,7 +16,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use super::transaction::state::TxnState;
-use super::{DeliveryFuture, RecordMetadata, RecordRef};
+use super::{DeliveryFuture, RecordRef, Written};
 use crate::client::Client;
 use crate::client::config::ProducerConfig;
 use crate::client::error::{Error, Result};
@@ -26,7 +26,7 @@ use crate::client::records::{BatchBuilder, Header, record_size};
 /// One record's pending delivery report.
 #[derive(Debug)]
 pub(super) struct Pending {
-    pub tx: oneshot::Sender<Result<RecordMetadata>>,
+    pub tx: oneshot::Sender<Result<Written>>,
     pub timestamp: i64,
     pub bytes: usize,
 }
@@ -457,7 +457,11 @@ impl Shared {
         state.queued_messages += 1;
         state.queued_bytes += size;
         Ok(Placement::Placed {
-            delivery: DeliveryFuture { rx },
+            delivery: DeliveryFuture {
+                rx,
+                topic: Arc::clone(topic),
+                partition,
+            },
             wake,
         })
     }

@@ -165,14 +165,43 @@ pub struct RecordMetadata {
 /// Dropping it does not cancel the delivery; the record is still sent.
 #[derive(Debug)]
 pub struct DeliveryFuture {
-    rx: oneshot::Receiver<Result<RecordMetadata>>,
+    rx: oneshot::Receiver<Result<Written>>,
+    /// The record's topic and partition, known when it was queued: the report is made where
+    /// it is awaited, so the sender settling a thousand records does not touch the topic's
+    /// shared count a thousand times from another core.
+    topic: Arc<str>,
+    partition: i32,
+}
+
+/// Where the broker wrote a record, as the sender settles it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Written {
+    offset: i64,
+    timestamp: i64,
+}
+
+impl Written {
+    /// At `offset` (-1 with `acks=0`), with `timestamp` (the log-append time on topics that
+    /// keep it, else the creation time sent).
+    pub(crate) fn new(offset: i64, timestamp: i64) -> Self {
+        Written { offset, timestamp }
+    }
 }
 
 impl Future for DeliveryFuture {
     type Output = Result<RecordMetadata>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx).poll(cx).map(|r| {
-            r.unwrap_or_else(|_| Err(Error::Closed("producer stopped before delivery".into())))
+        let this = &mut *self;
+        Pin::new(&mut this.rx).poll(cx).map(|r| {
+            let written = r.unwrap_or_else(|_| {
+                Err(Error::Closed("producer stopped before delivery".into()))
+            })?;
+            Ok(RecordMetadata {
+                topic: Arc::clone(&this.topic),
+                partition: this.partition,
+                offset: written.offset,
+                timestamp: written.timestamp,
+            })
         })
     }
 }

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::super::RecordMetadata;
+use super::super::Written;
 use super::super::accumulator::{ClosedBatch, PartitionQueue, Pending, State};
 use super::super::transaction::{Origin, TxnState, classify};
 use crate::client::error::Error;
@@ -37,8 +37,6 @@ enum Outcome {
     /// Written at `base_offset` (-1 with `acks=0`); `append_time` is the broker's log-append
     /// time, -1 where the topic keeps create times.
     Written {
-        topic: Arc<str>,
-        partition: i32,
         base_offset: i64,
         append_time: i64,
     },
@@ -164,26 +162,22 @@ impl Released {
         for (deliveries, outcome) in self.outcomes.drain(..) {
             match outcome {
                 Outcome::Written {
-                    topic,
-                    partition,
                     base_offset,
                     append_time,
                 } => {
                     for (i, d) in deliveries.into_iter().enumerate() {
-                        let _ = d.tx.send(Ok(RecordMetadata {
-                            topic: topic.clone(),
-                            partition,
-                            offset: if base_offset < 0 {
+                        let _ = d.tx.send(Ok(Written::new(
+                            if base_offset < 0 {
                                 -1
                             } else {
                                 base_offset + i as i64
                             },
-                            timestamp: if append_time >= 0 {
+                            if append_time >= 0 {
                                 append_time
                             } else {
                                 d.timestamp
                             },
-                        }));
+                        )));
                     }
                 }
                 Outcome::Failed(error) => {
@@ -275,8 +269,6 @@ pub(super) fn complete_batch(
     released.settle(
         batch.deliveries,
         Outcome::Written {
-            topic: batch.topic,
-            partition: batch.partition,
             base_offset,
             append_time,
         },
