@@ -9,7 +9,9 @@
 //! and polled by tokio's reactor, so it fires within the kernel's timer slack (about 50 µs); no
 //! thread, no spinning. Elsewhere, or when no timerfd can be made, it is tokio's sleep.
 //!
-//! Waits longer than 100 ms (an idle sender, a retry backoff) are left to tokio's timer alone.
+//! Waits longer than 100 ms (an idle sender, a retry backoff) are left to tokio's timer alone,
+//! and so is an instant already past: tokio's sleep then ends at once but counts against the
+//! task's cooperative budget, so a loop that keeps waiting for a past instant still yields.
 //!
 //! The invariant: [`Alarm::wait_until`] never returns before its instant (the timerfd is armed
 //! with the time left after reading the clock, and tokio's sleep never ends early), and never
@@ -127,8 +129,10 @@ mod linux {
         pub(super) async fn fire_at(&mut self, at: Instant) {
             let left = at.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                self.armed = None;
-                return;
+                // Passed already: tokio's sleep ends the wait, and it counts against the task's
+                // cooperative budget, so a loop that keeps waiting for a past instant still
+                // yields to the tasks beside it (returning here at once would not).
+                return std::future::pending().await;
             }
             if left > FAR {
                 // A millisecond late is nothing here (an idle wait, a retry backoff): tokio's
@@ -215,6 +219,25 @@ mod tests {
         let started = Instant::now();
         alarm.wait_until(started - Duration::from_millis(1)).await;
         assert!(started.elapsed() < Duration::from_millis(5));
+    }
+
+    /// A loop that keeps waiting for an instant already past still lets the tasks beside it
+    /// run (a sender whose deadline passed before the work it waits for was done must not
+    /// starve that work).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_past_instant_still_yields_to_other_tasks() {
+        let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = ran.clone();
+        tokio::spawn(async move { flag.store(true, std::sync::atomic::Ordering::SeqCst) });
+        let mut alarm = Alarm::new();
+        let past = Instant::now() - Duration::from_millis(1);
+        for _ in 0..1_000 {
+            alarm.wait_until(past).await;
+            if ran.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+        }
+        panic!("1 000 waits for a past instant never yielded to the spawned task");
     }
 
     /// Under tokio's paused clock (which a kernel timer does not follow), tokio's sleep still

@@ -74,6 +74,9 @@ impl Sender {
         if self.init_retry_at.is_some_and(|at| Instant::now() < at) {
             return;
         }
+        // Its time has come: no longer a reason to wake (the answer wakes the loop), or the
+        // loop would wake for it again and again while the request is out.
+        self.init_retry_at = None;
         self.init_in_flight = true;
         let client = self.shared.client.clone();
         let timeout = self.shared.config.request_timeout;
