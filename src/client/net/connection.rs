@@ -500,8 +500,13 @@ impl Wire {
     }
 
     /// A new correlation id and the start of its frame: the length (of a body of `body`
-    /// bytes) and the request header, with room for the body.
-    fn frame_head<R: Request>(&self, version: i16, body: usize) -> Result<(i32, BytesMut)> {
+    /// bytes) and the request header, with room for `room` bytes of body after them.
+    fn frame_head<R: Request>(
+        &self,
+        version: i16,
+        body: usize,
+        room: usize,
+    ) -> Result<(i32, BytesMut)> {
         let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed) & i32::MAX;
         let header = RequestHeader::default()
             .with_request_api_key(R::KEY)
@@ -514,7 +519,7 @@ impl Wire {
         let head = header.compute_size(header_version).map_err(encode_error)?;
         let length = i32::try_from(head + body)
             .map_err(|_| Error::InvalidRecord("request too large".into()))?;
-        let mut frame = BytesMut::with_capacity(4 + head + body);
+        let mut frame = BytesMut::with_capacity(4 + head + room);
         frame.put_i32(length);
         header
             .encode(&mut frame, header_version)
@@ -558,7 +563,8 @@ impl Wire {
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
         let body = pieces.iter().map(Bytes::len).sum();
-        let (correlation, head) = self.frame_head::<R>(version, body)?;
+        // The head alone: the body follows in its own pieces.
+        let (correlation, head) = self.frame_head::<R>(version, body, 0)?;
         let rx = if expect_response {
             Some(self.expect::<R>(correlation, version)?)
         } else {
@@ -588,7 +594,7 @@ impl Wire {
         let encode_error =
             |e: anyhow::Error| Error::InvalidRecord(format!("encoding request: {e}"));
         let body = request.compute_size(version).map_err(encode_error)?;
-        let (correlation, mut frame) = self.frame_head::<R>(version, body)?;
+        let (correlation, mut frame) = self.frame_head::<R>(version, body, body)?;
         request.encode(&mut frame, version).map_err(encode_error)?;
         let rx = if expect_response {
             Some(self.expect::<R>(correlation, version)?)
