@@ -32,6 +32,19 @@ pub(crate) async fn unwound<T>(what: &str, work: impl Future<Output = Result<T>>
     }
 }
 
+/// Runs `work` now; a panic in it is logged and returned as [`Error::Protocol`] naming `what`
+/// (for work a loop does in its own task, such as decoding an answer it polled).
+pub(crate) fn unwound_now<T>(what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(AssertUnwindSafe(work)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let why = message(panic.as_ref());
+            tracing::error!(task = what, panic = %why, "client work panicked; it is reported as failed");
+            Err(Error::Protocol(format!("{what} panicked: {why}")))
+        }
+    }
+}
+
 fn message(panic: &(dyn Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()

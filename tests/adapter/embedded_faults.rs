@@ -171,6 +171,50 @@ async fn dropped_connections_are_reopened_and_nothing_is_written_twice() {
     assert_eq!(values(&client, "dropping").await, ["a", "b", "c"]);
 }
 
+/// A Produce answer later than the request's timeout: the sender gives up on it (closing the
+/// connection, as a request's timeout does), sends the batch again on a new connection, and
+/// the record is written once; the producer goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_produce_answered_too_late_is_timed_out_and_sent_again_once() {
+    let cluster = cluster();
+    let client = connect(&cluster).await;
+    topic(&client, "late").await;
+    let p = Producer::new(
+        client.clone(),
+        ProducerConfig {
+            enable_idempotence: true,
+            linger: Duration::ZERO,
+            // The client waits this and 500 ms more for an answer.
+            request_timeout: Duration::from_millis(500),
+            ..ProducerConfig::default()
+        },
+    )
+    .expect("producer");
+    assert_eq!(deliver(&p, "late", "first").await, 0);
+    cluster
+        .faults()
+        .delay_next(ApiKey::Produce, 1, Duration::from_secs(3));
+    let started = std::time::Instant::now();
+    assert_eq!(deliver(&p, "late", "second").await, 1);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(1),
+        "the answer was waited for until its deadline: {took:?}"
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "the late answer was not waited for: {took:?}"
+    );
+    assert!(p.retries() >= 1, "retries {}", p.retries());
+    assert_eq!(deliver(&p, "late", "third").await, 2);
+    // The late request itself reaches the log's owner after its delay: it writes nothing.
+    tokio::time::sleep(
+        Duration::from_secs(3).saturating_sub(started.elapsed()) + Duration::from_millis(500),
+    )
+    .await;
+    assert_eq!(values(&client, "late").await, ["first", "second", "third"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_init_producer_id_is_retried() {
     let cluster = cluster();

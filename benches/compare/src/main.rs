@@ -29,6 +29,10 @@
 //!   allocator counts every Rust allocation of the process, every thread; bytes and allocations
 //!   per publish. librdkafka's own allocations are C `malloc`s this cannot see: the reference's
 //!   figure is its Rust side alone, so the comparison favours it.
+//! - heap: every heap allocation of the process, Rust's and C's alike (librdkafka's `malloc`s
+//!   included), counted by `valgrind --tool=dhat`: each adapter makes `COMPARE_HEAP_N` and three
+//!   times as many sequential publishes (as `sequential`); per publish = (A(3N) - A(N)) / 2N,
+//!   in bytes and in allocations. This is the like-for-like allocation figure.
 //! - sight (issue 19): every figure also for ours with sight on (`seen`: `MetricsObserver`
 //!   recorded by a Prometheus recorder and rendered once at the end, as a scrape, and an INFO
 //!   tracing subscriber), as the ratio to ours without it. `COMPARE_SIGHT=0` leaves it out.
@@ -40,7 +44,7 @@
 //! `COMPARE_PUBLISH` (300000), `COMPARE_CONSUME` (500000), `COMPARE_WINDOW` (1000),
 //! `COMPARE_DEEP_WINDOW` (10000), `COMPARE_CG_M` (200000), `COMPARE_ONLY` (comma list of
 //! publish, publish-deep, publish-1p, publish-1p-deep, sequential, allocations, auto, tracked,
-//! callgrind; default all), `COMPARE_SEQUENTIAL` (5000), `COMPARE_ALLOC_RECORDS` (1000),
+//! heap, callgrind; default all), `COMPARE_HEAP_N` (200), `COMPARE_SEQUENTIAL` (5000), `COMPARE_ALLOC_RECORDS` (1000),
 //! `COMPARE_COUNTING_EXE` (set by `scripts/bench-compare`), `COMPARE_LATENCIES_DIR` (each
 //! sequential publish's latency, one file per child), `COMPARE_SIGHT`, `VALGRIND` (valgrind).
 
@@ -533,6 +537,25 @@ fn callgrind_total(path: &str) -> u64 {
         .expect("a totals line")
 }
 
+/// The bytes and blocks a dhat output file says the process allocated in all (the sums of
+/// every allocation point's `tb` and `tbk`).
+fn dhat_totals(path: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(path).expect("dhat output");
+    let sum = |field: &str| -> u64 {
+        text.match_indices(field)
+            .filter_map(|(at, _)| {
+                let digits: String = text[at + field.len()..]
+                    .chars()
+                    .skip_while(|c| c.is_whitespace())
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                digits.parse::<u64>().ok()
+            })
+            .sum()
+    };
+    (sum("\"tb\":"), sum("\"tbk\":"))
+}
+
 #[allow(clippy::too_many_lines, reason = "the run, top to bottom")]
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -723,6 +746,46 @@ fn main() {
         }
     }
 
+    // Every heap allocation of the process (Rust and C alike: librdkafka's `malloc`s too),
+    // per sequential publish: dhat counts N and 3N publishes, the difference over 2N.
+    let mut heap: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+    if wanted("heap") {
+        let valgrind = std::env::var("VALGRIND").unwrap_or_else(|_| "valgrind".to_owned());
+        let dir = std::env::temp_dir().join(unique("cmp-dhat"));
+        std::fs::create_dir_all(&dir).expect("dhat dir");
+        let n = env_usize("COMPARE_HEAP_N", 200);
+        for &side in &sides {
+            let mut totals = Vec::new();
+            for records in [n, 3 * n] {
+                let topic = unique("cmp-heap");
+                runtime.block_on(create_topic(&admin, &topic, 1));
+                topics.push(topic.clone());
+                let out = dir.join(format!("dhat.{side}.{records}.json"));
+                let out = out.to_string_lossy().into_owned();
+                let wrapper = vec![
+                    valgrind.clone(),
+                    "--tool=dhat".to_owned(),
+                    format!("--dhat-out-file={out}"),
+                ];
+                run_child(
+                    &wrapper,
+                    false,
+                    &["sequential", side, &topic, &records.to_string(), "1"],
+                );
+                let (bytes, blocks) = dhat_totals(&out);
+                eprintln!(
+                    "compare: dhat sequential {side:4} {records:>5} publishes: {bytes} bytes in {blocks} allocations -> {out}"
+                );
+                totals.push((bytes, blocks));
+            }
+            let per = |later: u64, earlier: u64| (later as f64 - earlier as f64) / (2 * n) as f64;
+            heap.insert(
+                side,
+                (per(totals[1].0, totals[0].0), per(totals[1].1, totals[0].1)),
+            );
+        }
+    }
+
     runtime.block_on(async {
         let names: Vec<&str> = topics.iter().map(String::as_str).collect();
         let _ = admin.delete_topics(&names, Duration::from_secs(30)).await;
@@ -824,6 +887,19 @@ fn main() {
                 format!("{scenario} instr/record"),
                 o / r,
                 sight(instructions.get(&(scenario, "seen")).copied(), *o)
+            );
+        }
+    }
+    if let (Some(o), Some(r)) = (heap.get("ours"), heap.get("rd")) {
+        for (name, ours, theirs, seen) in [
+            ("heap bytes/publish", o.0, r.0, heap.get("seen").map(|s| s.0)),
+            ("heap allocations/publish", o.1, r.1, heap.get("seen").map(|s| s.1)),
+        ] {
+            let _ = writeln!(
+                report,
+                "{name:<30} {ours:>14.1} {theirs:>14.1} {:>12.2}{}",
+                ours / theirs,
+                sight(seen, ours)
             );
         }
     }

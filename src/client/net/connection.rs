@@ -25,7 +25,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
-use tracing::Instrument as _;
 
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
@@ -424,20 +423,13 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> InFlight<R> {
-        InFlight {
-            correlation,
-            rx,
-            version,
-            timeout,
-            closer: self.closer(),
-            started: self.closed.request_started(),
-            _request: PhantomData,
-        }
+        InFlight::new(correlation, rx, version, timeout, self.closer())
     }
 
     /// Like [`start`](Self::start), for a request whose body the caller encoded at `version`
     /// as `body`, pieces of one encoding that go on the wire one after the other (not copied
-    /// into one frame): what a Produce request of large batches does.
+    /// into one frame): what a Produce request of large batches does. A `body` with spare
+    /// capacity for one more piece takes the frame's head without a new list.
     pub fn start_encoded<R: Request>(
         &self,
         body: Vec<Bytes>,
@@ -465,7 +457,6 @@ impl Connection {
 
     fn closer(&self) -> Closer {
         Closer {
-            address: self.address.clone(),
             pending: self.pending.clone(),
             closed: self.closed.clone(),
             reader: self.reader.abort_handle(),
@@ -570,9 +561,9 @@ impl Wire {
         } else {
             None
         };
-        let mut frame = Vec::with_capacity(pieces.len() + 1);
-        frame.push(head.freeze());
-        frame.extend(pieces);
+        // In front of the body's pieces: in place when the caller left room for it.
+        let mut frame = pieces;
+        frame.insert(0, head.freeze());
         if self.frames.send(Outgoing::Pieces(frame)).is_err() {
             lock(&self.pending).remove(&correlation);
             return Err(Error::Closed(format!("connection to {}", self.address)));
@@ -640,17 +631,9 @@ impl Link {
         let Some(rx) = rx else {
             return Err(Error::protocol("no response slot"));
         };
-        InFlight::<R> {
-            correlation,
-            rx,
-            version,
-            timeout,
-            closer: self.closer.clone(),
-            started: self.closer.closed.request_started(),
-            _request: PhantomData,
-        }
-        .response()
-        .await
+        InFlight::<R>::new(correlation, rx, version, timeout, self.closer.clone())
+            .response()
+            .await
     }
 }
 
@@ -726,7 +709,6 @@ async fn reauthenticate(
 /// What it takes to close a connection from a request's side (after its timeout).
 #[derive(Clone)]
 struct Closer {
-    address: String,
     pending: PendingTable,
     closed: Arc<Lifeline>,
     reader: AbortHandle,
@@ -740,7 +722,11 @@ impl Closer {
         // broker after its caller was told it failed.
         self.writer.abort();
         self.reader.abort();
-        fail_all(&self.pending, &self.address, why);
+        fail_all(&self.pending, self.address(), why);
+    }
+
+    fn address(&self) -> &str {
+        &self.closed.address
     }
 }
 
@@ -750,9 +736,13 @@ pub struct InFlight<R: Request> {
     rx: oneshot::Receiver<Result<Bytes>>,
     version: i16,
     timeout: Duration,
+    /// When the answer is due (the request's timeout, on tokio's clock).
+    due: tokio::time::Instant,
     closer: Closer,
     /// When it was queued, if an observer wants to hear how long it took.
     started: Option<Instant>,
+    /// The request's span, from its start to its answer.
+    span: tracing::Span,
     _request: PhantomData<fn() -> R>,
 }
 
@@ -761,12 +751,42 @@ impl<R: Request> std::fmt::Debug for InFlight<R> {
         f.debug_struct("InFlight")
             .field("api", &R::KEY)
             .field("correlation", &self.correlation)
-            .field("broker", &self.closer.address)
+            .field("broker", &self.closer.address())
             .finish_non_exhaustive()
     }
 }
 
 impl<R: Request> InFlight<R> {
+    fn new(
+        correlation: i32,
+        rx: oneshot::Receiver<Result<Bytes>>,
+        version: i16,
+        timeout: Duration,
+        closer: Closer,
+    ) -> Self {
+        // One span per request, at DEBUG: with no subscriber enabled there, it is not built.
+        let span = tracing::debug_span!(
+            "kafka.request",
+            otel.kind = "client",
+            messaging.system = "kafka",
+            api = ?ApiKey::try_from(R::KEY).ok(),
+            api.version = version,
+            server.address = %closer.address(),
+            correlation = correlation,
+        );
+        InFlight {
+            correlation,
+            rx,
+            version,
+            timeout,
+            due: tokio::time::Instant::now() + timeout,
+            started: closer.closed.request_started(),
+            closer,
+            span,
+            _request: PhantomData,
+        }
+    }
+
     /// Waits for the answer (up to the request's timeout) and decodes it.
     ///
     /// A timeout closes the connection: a late answer would arrive out of any order the caller
@@ -778,58 +798,96 @@ impl<R: Request> InFlight<R> {
     /// discards its answer when it arrives, without closing the connection (only the timeout here
     /// closes it). The broker may still act on the request. Observers hear of it only when it is
     /// awaited to the end.
-    pub async fn response(self) -> Result<R::Response> {
-        let observed = self.started.map(|t| (t, self.closer.closed.clone()));
+    pub async fn response(mut self) -> Result<R::Response> {
+        let span = self.span.clone();
+        let result = match tokio::time::timeout(self.timeout, &mut self.rx).await {
+            Ok(answer) => span.in_scope(|| self.decode(answer)),
+            Err(_) => Err(self.time_out()),
+        };
+        self.observe(result.as_ref().map(drop));
+        result
+    }
+
+    /// When the answer is due: past it, [`expire`](Self::expire) is what is left to do.
+    #[must_use]
+    pub fn deadline(&self) -> tokio::time::Instant {
+        self.due
+    }
+
+    /// The answer, decoded, if it has come; otherwise `cx` is woken when it does. For a caller
+    /// that keeps many requests in one task without a timer each: it watches
+    /// [`deadline`](Self::deadline) and calls [`expire`](Self::expire) past it. Once this has
+    /// returned `Ready`, the request is done with and is dropped.
+    pub fn poll_response(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<R::Response>> {
+        let std::task::Poll::Ready(answer) = std::pin::Pin::new(&mut self.rx).poll(cx) else {
+            return std::task::Poll::Pending;
+        };
+        let result = self.span.in_scope(|| self.decode(answer));
+        self.observe(result.as_ref().map(drop));
+        std::task::Poll::Ready(result)
+    }
+
+    /// Gives up on the answer as [`response`](Self::response) does at its timeout: the
+    /// connection is closed and the timeout is the request's error.
+    #[must_use]
+    pub fn expire(self) -> Error {
+        let error = self.span.in_scope(|| self.time_out());
+        self.observe(Err(&error));
+        error
+    }
+
+    /// Closes the connection for an answer that did not come in time, and says so.
+    fn time_out(&self) -> Error {
         let version = self.version;
-        // One span per request, at DEBUG: with no subscriber enabled there, it is not built.
-        let span = tracing::debug_span!(
-            "kafka.request",
-            otel.kind = "client",
-            messaging.system = "kafka",
-            api = ?ApiKey::try_from(R::KEY).ok(),
-            api.version = version,
-            server.address = %self.closer.address,
-            correlation = self.correlation,
+        let api = ApiKey::try_from(R::KEY).ok();
+        let address = self.closer.address();
+        // A silent broker or a half-open path: worth a line, unlike a broker closing an idle
+        // connection.
+        tracing::warn!(
+            broker = %address,
+            api = ?api,
+            timeout = ?self.timeout,
+            "no answer in time; closing the connection"
         );
-        let result = self.answer().instrument(span).await;
-        if let Some((started, line)) = observed {
+        self.closer
+            .close(&format!("request {} timed out", self.correlation));
+        Error::Timeout(format!(
+            "{api:?} v{version} to {address} after {:?}",
+            self.timeout
+        ))
+    }
+
+    /// Tells the observers that asked how the request went.
+    fn observe(&self, result: std::result::Result<(), &Error>) {
+        if let Some(started) = self.started {
+            let line = &self.closer.closed;
             line.observers.emit(&Event::Request {
                 broker: line.broker(),
                 api_key: R::KEY,
-                api_version: version,
+                api_version: self.version,
                 latency: started.elapsed(),
-                outcome: match &result {
-                    Ok(_) => RequestOutcome::Answered,
+                outcome: match result {
+                    Ok(()) => RequestOutcome::Answered,
                     Err(e) => RequestOutcome::Failed(e),
                 },
             });
         }
-        result
     }
 
-    async fn answer(self) -> Result<R::Response> {
+    /// The answer the reader routed here, checked and decoded.
+    fn decode(
+        &self,
+        answer: std::result::Result<Result<Bytes>, oneshot::error::RecvError>,
+    ) -> Result<R::Response> {
         let version = self.version;
         let api = ApiKey::try_from(R::KEY).ok();
-        let address = &self.closer.address;
-        let mut body = match tokio::time::timeout(self.timeout, self.rx).await {
-            Ok(Ok(answer)) => answer?,
-            Ok(Err(_)) => return Err(Error::Closed(format!("connection to {address}"))),
-            Err(_) => {
-                // A silent broker or a half-open path: worth a line, unlike a broker closing
-                // an idle connection.
-                tracing::warn!(
-                    broker = %address,
-                    api = ?api,
-                    timeout = ?self.timeout,
-                    "no answer in time; closing the connection"
-                );
-                self.closer
-                    .close(&format!("request {} timed out", self.correlation));
-                return Err(Error::Timeout(format!(
-                    "{api:?} v{version} to {address} after {:?}",
-                    self.timeout
-                )));
-            }
+        let address = self.closer.address();
+        let mut body = match answer {
+            Ok(answer) => answer?,
+            Err(_) => return Err(Error::Closed(format!("connection to {address}"))),
         };
         super::shape_check::check_response(R::KEY, version, &body).map_err(|e| {
             Error::protocol(format_args!(

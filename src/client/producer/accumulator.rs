@@ -12,30 +12,26 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::completion::{Completion, Promise};
 use super::transaction::state::TxnState;
-use super::{DeliveryFuture, RecordRef, Written};
+use super::{DeliveryFuture, RecordRef};
 use crate::client::Client;
 use crate::client::config::ProducerConfig;
 use crate::client::error::{Error, Result};
 use crate::client::hashing::PartitionHasher;
 use crate::client::records::{BatchBuilder, Header, record_size};
 
-/// One record's pending delivery report.
-#[derive(Debug)]
-pub(super) struct Pending {
-    pub tx: oneshot::Sender<Result<Written>>,
-    pub timestamp: i64,
-    pub bytes: usize,
-}
-
 /// A batch that takes records.
 #[derive(Debug)]
 pub(super) struct OpenBatch {
     pub builder: BatchBuilder,
-    pub deliveries: Vec<Pending>,
+    /// The outcome its records' delivery futures share.
+    pub promise: Promise,
+    /// The queue space its records hold (librdkafka's sizes, see [`message_size`]).
+    pub bytes: usize,
     pub created: Instant,
 }
 
@@ -45,7 +41,9 @@ pub(super) struct ClosedBatch {
     pub topic: Arc<str>,
     pub partition: i32,
     pub builder: BatchBuilder,
-    pub deliveries: Vec<Pending>,
+    /// The outcome its records' delivery futures share, and the queue space they hold.
+    pub promise: Promise,
+    pub bytes: usize,
     pub created: Instant,
     /// The encoded batch, once the producer state it carries is fixed.
     pub encoded: Option<Bytes>,
@@ -63,6 +61,11 @@ pub(super) struct ClosedBatch {
 impl ClosedBatch {
     pub fn count(&self) -> i32 {
         self.builder.count()
+    }
+
+    /// Its records, as a count.
+    pub fn records(&self) -> usize {
+        self.builder.count().max(0) as usize
     }
 }
 
@@ -87,8 +90,6 @@ pub(super) struct PartitionQueue {
     /// The size of the batch closed last: a new batch's buffer starts at it, so a partition's
     /// buffers fit what it sends (a record at a time, or a full batch in one allocation).
     pub last_batch_size: usize,
-    /// And its records, for the same reason.
-    pub last_batch_count: usize,
     /// A send failed while others were in flight: wait for all of them before resending, so
     /// that retries go out in sequence order.
     pub draining: bool,
@@ -447,18 +448,14 @@ impl Shared {
         let Some(queue) = partitions.get_mut(partition as usize) else {
             return Err(Error::protocol("partition beyond the topic's queues"));
         };
-        let (tx, rx) = oneshot::channel();
-        let pending = Pending {
-            tx,
-            timestamp,
-            bytes: size,
-        };
-        let wake = self.append(queue, topic, partition, record, pending, timestamp);
+        let (delivery, wake) = self.append(queue, topic, partition, record, size, timestamp);
         state.queued_messages += 1;
         state.queued_bytes += size;
         Ok(Placement::Placed {
             delivery: DeliveryFuture {
-                rx,
+                completion: delivery.0,
+                index: delivery.1,
+                timestamp,
                 topic: Arc::clone(topic),
                 partition,
             },
@@ -467,16 +464,17 @@ impl Shared {
     }
 
     /// Adds the record to the open batch (closing it first when the record does not fit);
-    /// says whether the sender has something new to look at.
+    /// gives what its delivery future awaits (the batch's completion and the record's place
+    /// in it), and says whether the sender has something new to look at.
     fn append(
         &self,
         queue: &mut PartitionQueue,
         topic: &Arc<str>,
         partition: i32,
         record: &RecordRef<'_>,
-        pending: Pending,
+        size: usize,
         timestamp: i64,
-    ) -> bool {
+    ) -> ((Arc<Completion>, u32), bool) {
         let limit = self.config.batch_size.min(self.config.message_max_bytes);
         let mut wake = false;
         if let Some(open) = &queue.open {
@@ -490,28 +488,30 @@ impl Shared {
                 wake = true;
             }
         }
-        let (hint, count_hint) = (queue.last_batch_size, queue.last_batch_count);
+        let hint = queue.last_batch_size;
         let open = queue.open.get_or_insert_with(|| {
             wake = true;
             let first = record_size(0, 0, record.key, record.value, record.headers);
             OpenBatch {
                 builder: BatchBuilder::new(hint.clamp(first, limit.max(first))),
-                deliveries: Vec::with_capacity(
-                    count_hint.min(self.config.batch_num_messages).max(1),
-                ),
+                promise: Promise::new(),
+                bytes: 0,
                 created: Instant::now(),
             }
         });
+        // Its place in the batch: the offset delta the builder gives it.
+        let index = open.builder.count().max(0) as u32;
         open.builder
             .push(timestamp, record.key, record.value, record.headers);
-        open.deliveries.push(pending);
+        open.bytes += size;
+        let delivery = (open.promise.completion(), index);
         if open.builder.size() >= limit
             || open.builder.count() as usize >= self.config.batch_num_messages
         {
             close_open(queue, topic, partition);
             wake = true;
         }
-        wake
+        (delivery, wake)
     }
 
     /// Whether a record of `size` bytes fits in the queue now.
@@ -619,14 +619,14 @@ impl Shared {
 pub(super) fn close_open(queue: &mut PartitionQueue, topic: &Arc<str>, partition: i32) {
     if let Some(open) = queue.open.take() {
         queue.last_batch_size = open.builder.size();
-        queue.last_batch_count = open.deliveries.len();
         let order = queue.next_order;
         queue.next_order += 1;
         queue.ready.push_back(ClosedBatch {
             topic: topic.clone(),
             partition,
             builder: open.builder,
-            deliveries: open.deliveries,
+            promise: open.promise,
+            bytes: open.bytes,
             created: open.created,
             encoded: None,
             sequence: None,

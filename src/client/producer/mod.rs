@@ -15,6 +15,7 @@
 //!   requests per connection are in flight.
 
 mod accumulator;
+mod completion;
 pub mod partitioner;
 mod sender;
 mod transaction;
@@ -26,7 +27,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
 
 pub use partitioner::Partitioner;
 pub use transaction::{
@@ -165,7 +165,11 @@ pub struct RecordMetadata {
 /// Dropping it does not cancel the delivery; the record is still sent.
 #[derive(Debug)]
 pub struct DeliveryFuture {
-    rx: oneshot::Receiver<Result<Written>>,
+    /// The outcome of the record's batch, and the record's place in it.
+    completion: Arc<completion::Completion>,
+    index: u32,
+    /// The creation time it was sent with (its report's timestamp unless the broker gives one).
+    timestamp: i64,
     /// The record's topic and partition, known when it was queued: the report is made where
     /// it is awaited, so the sender settling a thousand records does not touch the topic's
     /// shared count a thousand times from another core.
@@ -192,17 +196,17 @@ impl Future for DeliveryFuture {
     type Output = Result<RecordMetadata>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        Pin::new(&mut this.rx).poll(cx).map(|r| {
-            let written = r.unwrap_or_else(|_| {
-                Err(Error::Closed("producer stopped before delivery".into()))
-            })?;
-            Ok(RecordMetadata {
-                topic: Arc::clone(&this.topic),
-                partition: this.partition,
-                offset: written.offset,
-                timestamp: written.timestamp,
+        this.completion
+            .poll_record(this.index, this.timestamp, cx)
+            .map(|written| {
+                let written = written?;
+                Ok(RecordMetadata {
+                    topic: Arc::clone(&this.topic),
+                    partition: this.partition,
+                    offset: written.offset,
+                    timestamp: written.timestamp,
+                })
             })
-        })
     }
 }
 

@@ -25,26 +25,27 @@ pub(super) fn produce_body(
         return Err(Error::protocol("Produce body: version outside 3 to 12"));
     }
     let flexible = version >= 9;
-    // The topics in order of first appearance, each with its batches' positions.
-    let mut topics: Vec<(&str, Vec<usize>)> = Vec::with_capacity(1);
-    for (i, b) in batches.iter().enumerate() {
+    // The topics in order of first appearance, each with its count of batches (a request
+    // carries few topics: each is looked up in this list, and its batches found again below).
+    let mut topics: Vec<(&str, usize)> = Vec::with_capacity(1);
+    for b in batches {
         match topics.iter_mut().find(|(t, _)| *t == b.topic.as_ref()) {
-            Some((_, at)) => at.push(i),
-            None => topics.push((&b.topic, vec![i])),
+            Some((_, count)) => *count += 1,
+            None => topics.push((&b.topic, 1)),
         }
     }
     let names: usize = topics.iter().map(|(t, _)| t.len() + 5).sum();
     let mut small = BytesMut::with_capacity(64 + names + batches.len() * 16);
-    let mut pieces = Vec::with_capacity(2 * batches.len() + 1);
+    // Room for the frame's head too, which the connection puts in front.
+    let mut pieces = Vec::with_capacity(2 * batches.len() + 2);
     put_string(&mut small, transactional_id, flexible)?;
     small.put_i16(acks);
     small.put_i32(timeout_ms);
     put_count(&mut small, topics.len(), flexible)?;
-    for (topic, at) in &topics {
+    for &(topic, count) in &topics {
         put_string(&mut small, Some(topic), flexible)?;
-        put_count(&mut small, at.len(), flexible)?;
-        for &i in at {
-            let batch = &batches[i];
+        put_count(&mut small, count, flexible)?;
+        for batch in batches.iter().filter(|b| b.topic.as_ref() == topic) {
             let records = batch
                 .encoded
                 .as_ref()
@@ -138,7 +139,8 @@ mod tests {
             topic: Arc::from(topic),
             partition,
             builder: BatchBuilder::new(0),
-            deliveries: Vec::new(),
+            promise: crate::client::producer::completion::Promise::new(),
+            bytes: 0,
             created: Instant::now(),
             // Contents do not matter here, only where they go; sizes cross the varint steps.
             encoded: Some(Bytes::from(vec![partition as u8; size])),

@@ -29,11 +29,12 @@ mod verdict;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::ProduceResponse;
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -41,9 +42,9 @@ use tokio::time::Instant;
 use super::accumulator::{ClosedBatch, Shared, State};
 use super::transaction::{Origin, Requests, classify};
 use crate::client::error::{Error, Result};
-use crate::client::net::Connection;
+use crate::client::net::{Connection, InFlight};
 use crate::client::observe::{Event as Observed, Interest};
-use crate::client::unwind::unwound;
+use crate::client::unwind::{unwound, unwound_now};
 use alarm::Alarm;
 use producer_id::FIRST_REBUILD_WAIT;
 use request::{TxnGate, age, prepare, start_produce, txn_produce};
@@ -74,10 +75,15 @@ struct Planned {
     batches: Vec<ClosedBatch>,
 }
 
+/// How many emptied batch lists the sender keeps for its next requests.
+const MAX_SPARE: usize = 16;
+
 impl Planned {
-    /// Adds `batch` to the request for `node` (at `at` in `requests`), or starts that request.
+    /// Adds `batch` to the request for `node` (at `at` in `requests`), or starts that request
+    /// (with a list from `spare` if there is one).
     fn add(
         requests: &mut Vec<Planned>,
+        spare: &mut Vec<Vec<ClosedBatch>>,
         at: Option<usize>,
         node: i32,
         size: usize,
@@ -88,7 +94,7 @@ impl Planned {
                 node,
                 bytes: 0,
                 // Most requests carry one batch (one partition per leader).
-                batches: Vec::with_capacity(1),
+                batches: spare.pop().unwrap_or_else(|| Vec::with_capacity(1)),
             });
             requests.len() - 1
         });
@@ -99,9 +105,23 @@ impl Planned {
     }
 }
 
+/// A Produce request on the wire whose answer the sender waits for itself (no task per
+/// request): its leader, its batches and the wait.
+struct Awaited {
+    node: i32,
+    batches: Vec<ClosedBatch>,
+    answer: InFlight<ProduceRequest>,
+}
+
 struct Sender {
     shared: Arc<Shared>,
     tasks: JoinSet<Event>,
+    /// The Produce requests in flight, oldest first.
+    awaited: Vec<Awaited>,
+    /// Emptied lists of batches, and the list of requests a round plans, kept so that a
+    /// round allocates neither.
+    spare: Vec<Vec<ClosedBatch>>,
+    planned: Vec<Planned>,
     node_in_flight: HashMap<i32, usize>,
     batches_in_flight: usize,
     init_in_flight: bool,
@@ -138,6 +158,9 @@ pub(super) async fn run(shared: Arc<Shared>) {
     let mut sender = Sender {
         shared,
         tasks: JoinSet::new(),
+        awaited: Vec::new(),
+        spare: Vec::new(),
+        planned: Vec::new(),
         node_in_flight: HashMap::new(),
         batches_in_flight: 0,
         init_in_flight: false,
@@ -172,7 +195,7 @@ impl Sender {
             let closing = self.shared.closed.load(Ordering::Acquire);
             if closing {
                 self.fail_everything(&Error::Closed("producer closed".into()));
-                if self.tasks.is_empty() {
+                if self.tasks.is_empty() && self.awaited.is_empty() {
                     // the last sample: the observers' view of the queue does not stay stale
                     self.report_queue();
                     return;
@@ -184,16 +207,27 @@ impl Sender {
                     Err(e) => tracing::error!(error = %e, "producer request task failed"),
                 }
             }
+            // The answers in already (polled with this task's waker: those still out wake it).
+            while let Some(event) =
+                std::future::poll_fn(|cx| Poll::Ready(next_answer(&mut self.awaited, cx))).await
+            {
+                self.handle(event);
+            }
+            self.expire_answers(Instant::now());
             self.maybe_rebuild();
             self.maybe_init_producer_id();
             self.connect_leaders().await;
             let (requests, mut next_wake) = self.plan(Instant::now(), closing);
             self.maybe_report_queue();
+            // The oldest request's answer is due first (requests on one connection share a
+            // timeout); the others are looked at whenever the loop wakes.
+            let answer_due = self.awaited.iter().map(|a| a.answer.deadline()).min();
             for at in [
                 self.dial_retry_at,
                 self.init_retry_at,
                 self.rebuild_at,
                 self.statistics_at,
+                answer_due,
             ]
             .into_iter()
             .flatten()
@@ -201,9 +235,11 @@ impl Sender {
                 next_wake = Some(next_wake.map_or(at, |w| w.min(at)));
             }
             let sent_any = !requests.is_empty();
-            for Planned { node, batches, .. } in requests {
+            let mut requests = requests;
+            for Planned { node, batches, .. } in requests.drain(..) {
                 self.dispatch(node, batches);
             }
+            self.planned = requests;
             self.maybe_refresh();
             if sent_any {
                 // More may be sendable right away (the next batch of a partition).
@@ -220,6 +256,10 @@ impl Sender {
                         Err(e) => tracing::error!(error = %e, "producer request task failed"),
                     }
                 }
+                Some(event) = std::future::poll_fn(|cx| match next_answer(&mut self.awaited, cx) {
+                    Some(event) => Poll::Ready(Some(event)),
+                    None => Poll::Pending,
+                }), if !self.awaited.is_empty() => self.handle(event),
             }
         }
     }
@@ -266,7 +306,8 @@ impl Sender {
         let mut wake_at = |t: Instant| next_wake = Some(next_wake.map_or(t, |w: Instant| w.min(t)));
         // A request per leader; leaders are few, so a list searched in place beats a map
         // (and allocates nothing in a round that sends nothing).
-        let mut requests: Vec<Planned> = Vec::new();
+        let mut requests = std::mem::take(&mut self.planned);
+        requests.clear();
         let mut expired: Vec<ClosedBatch> = Vec::new();
         let mut guard = self.shared.lock();
         let state: &mut State = &mut guard;
@@ -351,7 +392,14 @@ impl Sender {
                 }
                 queue.in_flight += 1;
                 queue.in_flight_conn = conn.id();
-                Planned::add(&mut requests, planned_at, node, size, batch);
+                Planned::add(
+                    &mut requests,
+                    &mut self.spare,
+                    planned_at,
+                    node,
+                    size,
+                    batch,
+                );
             }
         }
         // KIP-890: the first Produce registers the partition, so the transaction exists at
@@ -484,9 +532,33 @@ impl Sender {
         self.leaders = nodes;
     }
 
+    /// Fails the requests whose answers are overdue (each closes its connection, as a
+    /// request's timeout does).
+    fn expire_answers(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.awaited.len() {
+            if self.awaited[i].answer.deadline() > now {
+                i += 1;
+                continue;
+            }
+            let Awaited {
+                node,
+                batches,
+                answer,
+            } = self.awaited.remove(i);
+            let error = answer.expire();
+            self.handle(Event::Produced {
+                node,
+                batches,
+                result: Err(error),
+                reached_wire: true,
+            });
+        }
+    }
+
     /// Puts one Produce request on the wire now, on the connection the plan chose, so that
     /// requests leave in the order they were planned (sequence order within each partition);
-    /// a task waits for the answer.
+    /// the loop itself waits for the answer.
     fn dispatch(&mut self, node: i32, batches: Vec<ClosedBatch>) {
         *self.node_in_flight.entry(node).or_default() += 1;
         self.batches_in_flight += batches.len();
@@ -501,24 +573,26 @@ impl Sender {
             ),
             None => Err(Error::Closed(format!("no connection to broker {node}"))),
         };
-        let reached_wire = started.is_ok();
-        self.tasks.spawn(async move {
-            // The batches stay out here: a panic in the answer's handling still brings them
-            // back, as a request whose outcome is unknown.
-            let result = match started {
-                Ok(Some(in_flight)) => unwound("a Produce answer", in_flight.response())
-                    .await
-                    .map(Some),
-                Ok(None) => Ok(None),
-                Err(e) => Err(e),
-            };
-            Event::Produced {
+        match started {
+            Ok(Some(answer)) => self.awaited.push(Awaited {
                 node,
                 batches,
-                result,
-                reached_wire,
-            }
-        });
+                answer,
+            }),
+            // `acks=0`: written as far as anyone will know.
+            Ok(None) => self.handle(Event::Produced {
+                node,
+                batches,
+                result: Ok(None),
+                reached_wire: true,
+            }),
+            Err(e) => self.handle(Event::Produced {
+                node,
+                batches,
+                result: Err(e),
+                reached_wire: false,
+            }),
+        }
     }
 
     fn maybe_refresh(&mut self) {
@@ -567,7 +641,7 @@ impl Sender {
     fn on_produced(
         &mut self,
         node: i32,
-        batches: Vec<ClosedBatch>,
+        mut batches: Vec<ClosedBatch>,
         result: Result<Option<ProduceResponse>>,
         reached_wire: bool,
     ) {
@@ -586,11 +660,12 @@ impl Sender {
                 } else {
                     Error::Timeout(format!("not sent: {e}"))
                 };
-                for b in batches {
+                for b in batches.drain(..) {
                     self.retry_or_fail(&mut state, &mut released, b, &e, reached_wire);
                 }
                 shared.release(&mut state, released.records, released.bytes);
                 drop(state);
+                self.keep_spare(batches);
                 released.tell(observers);
                 shared.wake.notify_one();
                 return;
@@ -621,7 +696,7 @@ impl Sender {
         }
         let mut state = shared.lock();
         let mut retry = Vec::new();
-        for b in batches {
+        for b in batches.drain(..) {
             let answer = match &response {
                 None => Some((0, -1, -1)), // acks=0: no answer is the answer
                 Some(response) if small => find(response, &b.topic, b.partition),
@@ -653,8 +728,18 @@ impl Sender {
         }
         shared.release(&mut state, released.records, released.bytes);
         drop(state);
+        self.keep_spare(batches);
         released.tell(observers);
         shared.wake.notify_one();
+    }
+
+    /// Keeps an emptied list of a request's batches for a later request (a few of them: as
+    /// many as requests go out at once, at most).
+    fn keep_spare(&mut self, mut batches: Vec<ClosedBatch>) {
+        batches.clear();
+        if self.spare.len() < MAX_SPARE && batches.capacity() > 0 {
+            self.spare.push(batches);
+        }
     }
 
     /// Sends a failed batch again or fails it, as [`verdict`] decides; the caller releases
@@ -744,7 +829,7 @@ impl Sender {
         for (topic, queues) in &mut state.topics {
             for (p, queue) in queues.partitions.iter_mut().enumerate() {
                 if let Some(open) = queue.open.take() {
-                    released.fail_open(topic, p as i32, open.deliveries, error);
+                    released.fail_open(topic, p as i32, open, error);
                 }
                 while let Some(b) = queue.ready.pop_front() {
                     fail_batch(&mut released, b, error);
@@ -756,6 +841,36 @@ impl Sender {
         drop(state);
         released.tell(observers);
     }
+}
+
+/// The oldest request in `awaited` whose answer has come, taken out as the event it makes;
+/// `cx` is woken when one of those still out is answered. The answer is decoded here: a panic
+/// in that is the request's failure (its batches come back as of unknown outcome), not the
+/// sender's end.
+fn next_answer(awaited: &mut Vec<Awaited>, cx: &mut Context<'_>) -> Option<Event> {
+    let mut answered = None;
+    for (i, waiting) in awaited.iter_mut().enumerate() {
+        let polled = unwound_now("a Produce answer", || Ok(waiting.answer.poll_response(cx)));
+        match polled {
+            Ok(Poll::Pending) => {}
+            Ok(Poll::Ready(result)) => {
+                answered = Some((i, result));
+                break;
+            }
+            Err(e) => {
+                answered = Some((i, Err(e)));
+                break;
+            }
+        }
+    }
+    let (i, result) = answered?;
+    let Awaited { node, batches, .. } = awaited.remove(i);
+    Some(Event::Produced {
+        node,
+        batches,
+        result: result.map(Some),
+        reached_wire: true,
+    })
 }
 
 fn config_retry(shared: &Shared) -> (Duration, Duration) {

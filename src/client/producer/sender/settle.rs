@@ -14,8 +14,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::super::Written;
-use super::super::accumulator::{ClosedBatch, PartitionQueue, Pending, State};
+use super::super::accumulator::{ClosedBatch, OpenBatch, PartitionQueue, State};
+use super::super::completion::{Outcome, Promise};
 use super::super::transaction::{Origin, TxnState, classify};
 use crate::client::error::Error;
 use crate::client::observe::{Event as Observed, Interest, Observers};
@@ -27,20 +27,45 @@ pub(super) struct Released {
     pub bytes: usize,
     /// Whether an observer asked for the producer's events.
     telling: bool,
-    told: Vec<Told>,
-    /// The settled batches' deliveries and outcomes, resolved once the lock is released.
-    outcomes: Vec<(Vec<Pending>, Outcome)>,
+    told: Few<Told>,
+    /// The settled batches' promises and outcomes, resolved once the lock is released.
+    outcomes: Few<(Promise, Outcome)>,
 }
 
-/// What a settled batch's records get.
-enum Outcome {
-    /// Written at `base_offset` (-1 with `acks=0`); `append_time` is the broker's log-append
-    /// time, -1 where the topic keeps create times.
-    Written {
-        base_offset: i64,
-        append_time: i64,
-    },
-    Failed(Error),
+/// A list that holds its first item in place: most rounds settle one batch, and a round
+/// that settles one allocates nothing for it.
+struct Few<T> {
+    first: Option<T>,
+    rest: Vec<T>,
+}
+
+impl<T> Few<T> {
+    const fn new() -> Self {
+        Few {
+            first: None,
+            rest: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, item: T) {
+        if self.first.is_none() {
+            self.first = Some(item);
+        } else {
+            self.rest.push(item);
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.first.iter().chain(&self.rest)
+    }
+
+    /// Takes every item out, in the order they came.
+    fn take(&mut self) -> impl Iterator<Item = T> + use<T> {
+        self.first
+            .take()
+            .into_iter()
+            .chain(std::mem::take(&mut self.rest))
+    }
 }
 
 /// A round left without [`Released::tell`] (a panic on the way) still resolves its records'
@@ -85,27 +110,23 @@ impl Released {
             records: 0,
             bytes: 0,
             telling: observers.wants(Interest::PRODUCE),
-            told: Vec::new(),
-            outcomes: Vec::new(),
+            told: Few::new(),
+            outcomes: Few::new(),
         }
     }
 
     /// Settles a batch's records: their queue space is released with the round's, and their
     /// futures get `outcome` once the lock is released.
-    fn settle(&mut self, deliveries: Vec<Pending>, outcome: Outcome) {
-        // Most rounds settle one batch: room for exactly one first.
-        if self.outcomes.capacity() == 0 {
-            self.outcomes.reserve_exact(1);
-        }
-        self.records += deliveries.len();
-        self.bytes += deliveries.iter().map(|d| d.bytes).sum::<usize>();
-        self.outcomes.push((deliveries, outcome));
+    fn settle(&mut self, promise: Promise, records: usize, bytes: usize, outcome: Outcome) {
+        self.records += records;
+        self.bytes += bytes;
+        self.outcomes.push((promise, outcome));
     }
 
     /// Tells the observers what the round settled, then resolves the records' futures. Call
     /// it after the state lock is released.
     pub(super) fn tell(mut self, observers: &Observers) {
-        for told in &self.told {
+        for told in self.told.iter() {
             let event = match told {
                 Told::Written {
                     node,
@@ -159,33 +180,8 @@ impl Released {
     }
 
     fn resolve(&mut self) {
-        for (deliveries, outcome) in self.outcomes.drain(..) {
-            match outcome {
-                Outcome::Written {
-                    base_offset,
-                    append_time,
-                } => {
-                    for (i, d) in deliveries.into_iter().enumerate() {
-                        let _ = d.tx.send(Ok(Written::new(
-                            if base_offset < 0 {
-                                -1
-                            } else {
-                                base_offset + i as i64
-                            },
-                            if append_time >= 0 {
-                                append_time
-                            } else {
-                                d.timestamp
-                            },
-                        )));
-                    }
-                }
-                Outcome::Failed(error) => {
-                    for d in deliveries {
-                        let _ = d.tx.send(Err(error.clone()));
-                    }
-                }
-            }
+        for (promise, outcome) in self.outcomes.take() {
+            promise.settle(outcome);
         }
     }
 
@@ -194,11 +190,17 @@ impl Released {
         &mut self,
         topic: &Arc<str>,
         partition: i32,
-        deliveries: Vec<Pending>,
+        open: OpenBatch,
         error: &Error,
     ) {
-        self.failed(topic, partition, deliveries.len(), error);
-        self.settle(deliveries, Outcome::Failed(error.clone()));
+        let records = open.builder.count().max(0) as usize;
+        self.failed(topic, partition, records, error);
+        self.settle(
+            open.promise,
+            records,
+            open.bytes,
+            Outcome::Failed(error.clone()),
+        );
     }
 
     fn failed(&mut self, topic: &Arc<str>, partition: i32, records: usize, error: &Error) {
@@ -218,7 +220,7 @@ impl Released {
             self.told.push(Told::Retry {
                 topic: batch.topic.clone(),
                 partition: batch.partition,
-                records: batch.deliveries.len(),
+                records: batch.records(),
                 attempt: batch.attempts,
                 error: error.clone(),
                 delay,
@@ -252,22 +254,22 @@ pub(super) fn complete_batch(
         queue.acked_in_epoch = true;
     }
     if released.telling {
-        if released.told.capacity() == 0 {
-            released.told.reserve_exact(1);
-        }
         released.told.push(Told::Written {
             node,
             topic: batch.topic.clone(),
             partition: batch.partition,
-            records: batch.deliveries.len(),
-            bytes: batch.deliveries.iter().map(|d| d.bytes).sum(),
+            records: batch.records(),
+            bytes: batch.bytes,
             base_offset,
             retries: batch.attempts,
             latency: batch.created.elapsed(),
         });
     }
+    let records = batch.records();
     released.settle(
-        batch.deliveries,
+        batch.promise,
+        records,
+        batch.bytes,
         Outcome::Written {
             base_offset,
             append_time,
@@ -277,8 +279,14 @@ pub(super) fn complete_batch(
 
 /// Fails every record of a batch with `error`.
 pub(super) fn fail_batch(released: &mut Released, batch: ClosedBatch, error: &Error) {
-    released.failed(&batch.topic, batch.partition, batch.deliveries.len(), error);
-    released.settle(batch.deliveries, Outcome::Failed(error.clone()));
+    let records = batch.records();
+    released.failed(&batch.topic, batch.partition, records, error);
+    released.settle(
+        batch.promise,
+        records,
+        batch.bytes,
+        Outcome::Failed(error.clone()),
+    );
 }
 
 /// Fails the batches that waited past `message.timeout.ms`; says whether any had a sequence
@@ -321,7 +329,7 @@ pub(super) fn drop_queued(
 ) -> bool {
     let mut sequenced = false;
     if let Some(open) = queue.open.take() {
-        released.fail_open(topic, partition, open.deliveries, error);
+        released.fail_open(topic, partition, open, error);
     }
     while let Some(b) = queue.ready.pop_front() {
         sequenced |= b.sequence.is_some();
