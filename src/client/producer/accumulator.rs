@@ -189,9 +189,13 @@ pub(super) struct Shared {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    // Whole seconds and the milliseconds of the last one: no 128-bit division per record.
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| {
+        i64::try_from(d.as_secs())
+            .unwrap_or(i64::MAX / 1000)
+            .saturating_mul(1000)
+            .saturating_add(i64::from(d.subsec_millis()))
+    })
 }
 
 impl Shared {
@@ -343,6 +347,50 @@ impl Shared {
         record: RecordRef<'_>,
         queue_timeout: Option<Duration>,
     ) -> Result<DeliveryFuture> {
+        if let Some(delivery) = self.enqueue_now(&record)? {
+            return Ok(delivery);
+        }
+        // The topic's partitions are not known yet, or the queue is full: rare, and boxed, so
+        // that every send's future (which a caller with many publishes in flight keeps one of
+        // per record) stays small.
+        Box::pin(self.enqueue_waiting(record, queue_timeout)).await
+    }
+
+    /// The common case of [`enqueue`](Self::enqueue), without waiting: the record queued, or
+    /// `None` when its topic must be learnt or the queue has no room.
+    fn enqueue_now(&self, record: &RecordRef<'_>) -> Result<Option<DeliveryFuture>> {
+        if record.topic.is_empty() {
+            return Err(Error::InvalidRecord("empty topic name".into()));
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("producer".into()));
+        }
+        let now = now_ms();
+        let timestamp = record.timestamp.unwrap_or(now);
+        let size = message_size(record.key, record.value, record.headers);
+        let generation = self.client.metadata_generation();
+        let placed = {
+            let mut state = self.lock();
+            self.place(&mut state, record, size, generation, (timestamp, now))?
+        };
+        Ok(match placed {
+            Placement::Placed { delivery, wake } => {
+                if wake {
+                    self.wake.notify_one();
+                }
+                Some(delivery)
+            }
+            Placement::UnknownTopic | Placement::Full => None,
+        })
+    }
+
+    /// [`enqueue`](Self::enqueue) when the record could not be placed at once: learns the
+    /// topic's partitions, waits for room (bounded by `queue_timeout`), and places it.
+    async fn enqueue_waiting(
+        &self,
+        record: RecordRef<'_>,
+        queue_timeout: Option<Duration>,
+    ) -> Result<DeliveryFuture> {
         if record.topic.is_empty() {
             return Err(Error::InvalidRecord("empty topic name".into()));
         }
@@ -388,8 +436,7 @@ impl Shared {
                     if deadline.is_none() {
                         deadline = queue_timeout.and_then(|t| Instant::now().checked_add(t));
                     }
-                    // Rare: boxed, so that every send's future does not carry its timer.
-                    Box::pin(self.wait_for_room(size, deadline)).await?;
+                    self.wait_for_room(size, deadline).await?;
                 }
             }
         }

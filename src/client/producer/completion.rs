@@ -9,7 +9,7 @@
 //! Why one per batch: a channel per record cost an allocation, its atomics on two threads and a
 //! free on another core for every record; a batch of a thousand records now shares one.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use super::Written;
@@ -29,7 +29,6 @@ pub(super) enum Outcome {
 
 #[derive(Debug, Default)]
 struct Slot {
-    outcome: Option<Outcome>,
     /// The waker of the batch's first record, if it was polled before the outcome was set
     /// (kept apart: a batch of one record, a sequential publish's, needs no list).
     first: Option<Waker>,
@@ -39,8 +38,14 @@ struct Slot {
 }
 
 /// The shared half: what the futures read.
+///
+/// The outcome is read without a lock once set (a record's second poll, after its wake-up,
+/// is one atomic load). The wakers are kept under the lock, and the outcome is set before
+/// the lock is taken to wake them: a record that finds no outcome under the lock has its
+/// waker taken, and woken, after.
 #[derive(Debug, Default)]
 pub(super) struct Completion {
+    outcome: OnceLock<Outcome>,
     slot: Mutex<Slot>,
 }
 
@@ -58,12 +63,38 @@ impl Completion {
         timestamp: i64,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Written>> {
+        if let Some(outcome) = self.outcome.get() {
+            return Poll::Ready(Self::record_outcome(outcome, index, timestamp));
+        }
         let mut slot = self.slot();
-        match &slot.outcome {
-            Some(Outcome::Written {
+        if let Some(outcome) = self.outcome.get() {
+            return Poll::Ready(Self::record_outcome(outcome, index, timestamp));
+        }
+        let place = match (index as usize).checked_sub(1) {
+            None => Some(&mut slot.first),
+            Some(at) => {
+                if slot.wakers.len() <= at {
+                    slot.wakers.resize(at + 1, None);
+                }
+                slot.wakers.get_mut(at)
+            }
+        };
+        if let Some(place) = place {
+            match place {
+                Some(waker) if waker.will_wake(cx.waker()) => {}
+                _ => *place = Some(cx.waker().clone()),
+            }
+        }
+        Poll::Pending
+    }
+
+    /// What the record at `index`, created at `timestamp`, gets of its batch's `outcome`.
+    fn record_outcome(outcome: &Outcome, index: u32, timestamp: i64) -> Result<Written> {
+        match outcome {
+            Outcome::Written {
                 base_offset,
                 append_time,
-            }) => Poll::Ready(Ok(Written::new(
+            } => Ok(Written::new(
                 if *base_offset < 0 {
                     -1
                 } else {
@@ -74,26 +105,8 @@ impl Completion {
                 } else {
                     timestamp
                 },
-            ))),
-            Some(Outcome::Failed(error)) => Poll::Ready(Err(error.clone())),
-            None => {
-                let place = match (index as usize).checked_sub(1) {
-                    None => Some(&mut slot.first),
-                    Some(at) => {
-                        if slot.wakers.len() <= at {
-                            slot.wakers.resize(at + 1, None);
-                        }
-                        slot.wakers.get_mut(at)
-                    }
-                };
-                if let Some(place) = place {
-                    match place {
-                        Some(waker) if waker.will_wake(cx.waker()) => {}
-                        _ => *place = Some(cx.waker().clone()),
-                    }
-                }
-                Poll::Pending
-            }
+            )),
+            Outcome::Failed(error) => Err(error.clone()),
         }
     }
 }
@@ -124,12 +137,11 @@ impl Promise {
     }
 
     fn set(&self, outcome: Outcome) {
+        if self.shared.outcome.set(outcome).is_err() {
+            return; // settled already
+        }
         let (first, wakers) = {
             let mut slot = self.shared.slot();
-            if slot.outcome.is_some() {
-                return;
-            }
-            slot.outcome = Some(outcome);
             (slot.first.take(), std::mem::take(&mut slot.wakers))
         };
         for waker in first.into_iter().chain(wakers.into_iter().flatten()) {
@@ -140,10 +152,11 @@ impl Promise {
 
 impl Drop for Promise {
     fn drop(&mut self) {
-        // Settled already: `set` finds the outcome and does nothing.
-        self.set(Outcome::Failed(Error::Closed(
-            "producer stopped before delivery".into(),
-        )));
+        if self.shared.outcome.get().is_none() {
+            self.set(Outcome::Failed(Error::Closed(
+                "producer stopped before delivery".into(),
+            )));
+        }
     }
 }
 

@@ -39,7 +39,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::accumulator::{ClosedBatch, Shared, State};
+use super::accumulator::{ClosedBatch, PartitionQueue, Shared, State};
 use super::transaction::{Origin, Requests, classify};
 use crate::client::error::{Error, Result};
 use crate::client::net::{Connection, InFlight};
@@ -331,20 +331,8 @@ impl Sender {
                 if queue.ready.is_empty() || !producer_ready {
                     continue;
                 }
-                if queue.draining {
-                    if queue.in_flight > 0 {
-                        continue;
-                    }
-                    queue.draining = false;
-                }
-                if let Some(at) = queue.retry_at {
-                    if now < at {
-                        wake_at(at);
-                        continue;
-                    }
-                    queue.retry_at = None;
-                }
-                if idempotent && queue.in_flight >= if queue.acked_in_epoch { 5 } else { 1 } {
+                if let Err(until) = may_send(queue, now, idempotent) {
+                    until.into_iter().for_each(&mut wake_at);
                     continue;
                 }
                 let leader = self
@@ -841,6 +829,33 @@ impl Sender {
         drop(state);
         released.tell(observers);
     }
+}
+
+/// Whether `queue`'s own state lets its next batch go now: not while earlier batches drain
+/// after a failure, not before its retry backoff has passed (the instant it passes is given
+/// back, to wake then), and with idempotence not past the in-flight limit (one request until a
+/// batch was acknowledged in this epoch, then five).
+fn may_send(
+    queue: &mut PartitionQueue,
+    now: Instant,
+    idempotent: bool,
+) -> std::result::Result<(), Option<Instant>> {
+    if queue.draining {
+        if queue.in_flight > 0 {
+            return Err(None);
+        }
+        queue.draining = false;
+    }
+    if let Some(at) = queue.retry_at {
+        if now < at {
+            return Err(Some(at));
+        }
+        queue.retry_at = None;
+    }
+    if idempotent && queue.in_flight >= if queue.acked_in_epoch { 5 } else { 1 } {
+        return Err(None);
+    }
+    Ok(())
 }
 
 /// The oldest request in `awaited` whose answer has come, taken out as the event it makes;
