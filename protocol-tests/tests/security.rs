@@ -9,13 +9,15 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use protocol_tests::{create_topic, logs, unique_topic};
 use ruststream_kafka::client::{
     Admin, CaSource, Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, Error,
-    IsolationLevel, OffsetReset, OffsetSpec, Pem, Producer, ProducerConfig, ProducerRecord,
-    SaslConfig, SaslMechanism, SecurityConfig, SecurityProtocol, Subscription, TlsConfig,
-    TransactionalProducer, reauthentications, unsecured_jwt_provider,
+    IsolationLevel, Keystore, OffsetReset, OffsetSpec, Pem, Producer, ProducerConfig,
+    ProducerRecord, SaslConfig, SaslMechanism, Secret, SecurityConfig, SecurityProtocol,
+    Subscription, TlsConfig, TransactionalProducer, reauthentications, unsecured_jwt_provider,
 };
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -230,6 +232,98 @@ async fn mutual_tls() {
     let mut config = config(&url, SecurityProtocol::Ssl, None);
     config.security.tls = client_certificate();
     round_trip(config, "mtls").await;
+}
+
+/// The client's key and chain from the PKCS#12 keystore `scripts/kafka` made (the same key the
+/// PEM files hold), as `ssl.keystore.location` and `ssl.keystore.password` give them.
+#[tokio::test]
+async fn mutual_tls_with_a_pkcs12_keystore() {
+    let url = env("KAFKA_MTLS_URL");
+    let mut config = config(&url, SecurityProtocol::Ssl, None);
+    config.security.tls.keystore = Some(Keystore {
+        path: env("KAFKA_CLIENT_P12").into(),
+        password: Secret::new(env("KAFKA_KEYSTORE_PASSWORD")),
+    });
+    round_trip(config, "p12").await;
+}
+
+#[tokio::test]
+async fn a_pkcs12_keystore_with_a_wrong_password_stops_the_start() {
+    let url = env("KAFKA_MTLS_URL");
+    let mut config = config(&url, SecurityProtocol::Ssl, None);
+    config.security.tls.keystore = Some(Keystore {
+        path: env("KAFKA_CLIENT_P12").into(),
+        password: Secret::new("not-the-password"),
+    });
+    let e = refused(config).await;
+    let text = e.to_string();
+    assert!(matches!(e, Error::Tls { .. }), "{text}");
+    assert!(text.contains("`ssl.keystore.location`"), "{text}");
+    assert!(text.contains("wrong `ssl.keystore.password`"), "{text}");
+    assert!(!text.contains("not-the-password"), "{text}");
+}
+
+/// A CRL of the broker's CA that revokes nothing: the broker is accepted, and every connection
+/// of a whole round trip checks it.
+#[tokio::test]
+async fn crl_that_revokes_nothing_lets_the_broker_in() {
+    let url = env("KAFKA_SSL_URL");
+    let mut config = config(&url, SecurityProtocol::Ssl, None);
+    config.security.tls.crl = Some(env("KAFKA_CRL_EMPTY_PEM").into());
+    round_trip(config, "crl").await;
+}
+
+/// The same CA's CRL with the broker's certificate on it: the handshake fails, saying so.
+#[tokio::test]
+async fn crl_that_revokes_the_broker_fails_the_handshake() {
+    let url = env("KAFKA_SSL_URL");
+    let mut config = config(&url, SecurityProtocol::Ssl, None);
+    config.security.tls.crl = Some(env("KAFKA_CRL_REVOKED_PEM").into());
+    let e = refused(config).await;
+    assert!(matches!(e, Error::Tls { .. }), "{e}");
+    assert!(e.to_string().contains("certificate revoked"), "{e}");
+}
+
+/// A CRL from another issuer covers nothing of the broker's: as with librdkafka's CRL check,
+/// an unknown revocation status is a failure, not a pass.
+#[tokio::test]
+async fn crl_of_another_issuer_fails_the_handshake() {
+    let url = env("KAFKA_SSL_URL");
+    let mut config = config(&url, SecurityProtocol::Ssl, None);
+    config.security.tls.crl = Some(foreign_crl().into());
+    let e = refused(config).await;
+    assert!(matches!(e, Error::Tls { .. }), "{e}");
+    assert!(e.to_string().contains("revocation unknown"), "{e}");
+}
+
+/// A CRL signed by a CA other than the broker's: the test CA's revoking CRL with its issuer
+/// name changed is no longer its issuer's, which is all this needs (the verifier never gets as
+/// far as its signature).
+fn foreign_crl() -> String {
+    let path = std::env::temp_dir().join(format!("foreign-crl-{}.pem", std::process::id()));
+    let pem = match std::fs::read_to_string(env("KAFKA_CRL_REVOKED_PEM")) {
+        Ok(pem) => pem,
+        Err(e) => panic!("CRL: {e}"),
+    };
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let mut der = match STANDARD.decode(body) {
+        Ok(der) => der,
+        Err(e) => panic!("CRL body: {e}"),
+    };
+    // The issuer's common name, as the test CA's certificate spells it.
+    let name = b"ruststream-kafka-test-ca";
+    let Some(at) = der.windows(name.len()).position(|w| w == name) else {
+        panic!("the CRL does not name the test CA");
+    };
+    der[at] = b'X';
+    let text = format!(
+        "-----BEGIN X509 CRL-----\n{}\n-----END X509 CRL-----\n",
+        STANDARD.encode(&der)
+    );
+    if let Err(e) = std::fs::write(&path, text) {
+        panic!("write {}: {e}", path.display());
+    }
+    path.to_string_lossy().into_owned()
 }
 
 /// Connects with `config`, which must fail within the connect timeout; the error.

@@ -64,8 +64,8 @@ pub use producer::{
 pub use reader::{FetchedPartition, PartitionReader};
 pub use records::{Codec, Header, Record};
 pub use security::{
-    CaSource, OAuthToken, Pem, SaslConfig, SaslMechanism, Secret, SecurityConfig, SecurityProtocol,
-    TlsConfig, TokenProvider,
+    CaSource, Keystore, OAuthToken, Pem, SaslConfig, SaslMechanism, Secret, SecurityConfig,
+    SecurityProtocol, TlsConfig, TokenProvider,
 };
 pub use statistics::StatisticsObserver;
 pub use telemetry::ClientRole;

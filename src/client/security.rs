@@ -130,6 +130,24 @@ pub struct TlsConfig {
     pub verify_hostname: bool,
     /// `enable.ssl.certificate.verification`: false accepts any certificate (testing only).
     pub verify_certificate: bool,
+    /// `ssl.crl.location`: a PEM file of certificate revocation lists. When set, the broker's
+    /// certificate must be covered by an unexpired CRL of its issuer and must not be on it, as
+    /// librdkafka checks it (the broker's own certificate, not the CAs above it). Certificates
+    /// in the same file are trusted as CAs too, as librdkafka reads the file.
+    pub crl: Option<PathBuf>,
+    /// `ssl.keystore.location` and `ssl.keystore.password`: the client's private key and
+    /// certificate chain as a PKCS#12 keystore, for mutual TLS. As in librdkafka, it takes the
+    /// place of `ssl.certificate.*` and `ssl.key.*` when both are set.
+    pub keystore: Option<Keystore>,
+}
+
+/// A PKCS#12 keystore file and its password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keystore {
+    /// The file (`ssl.keystore.location`).
+    pub path: PathBuf,
+    /// Its password (`ssl.keystore.password`).
+    pub password: Secret,
 }
 
 impl Default for TlsConfig {
@@ -141,6 +159,8 @@ impl Default for TlsConfig {
             key_password: None,
             verify_hostname: true,
             verify_certificate: true,
+            crl: None,
+            keystore: None,
         }
     }
 }

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use crate::client::{
     Acks, CaSource, ClientConfig, ClientRole, Codec, ConsumerConfig, GroupProtocol, IsolationLevel,
-    OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig, SaslMechanism, Secret,
+    Keystore, OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig, SaslMechanism, Secret,
     SecurityConfig, SecurityProtocol, TlsConfig, unsecured_jwt_provider, without_userinfo,
 };
 
@@ -37,7 +37,7 @@ use super::table::id;
 /// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
 /// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
-pub const ACTED_ON: [&str; 70] = [
+pub const ACTED_ON: [&str; 73] = [
     // ClientConfig
     "bootstrap.servers",
     "client.id",
@@ -63,6 +63,9 @@ pub const ACTED_ON: [&str; 70] = [
     "ssl.ca.pem",
     "enable.ssl.certificate.verification",
     "ssl.endpoint.identification.algorithm",
+    "ssl.crl.location",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
     "sasl.mechanism",
     "sasl.username",
     "sasl.password",
@@ -178,6 +181,12 @@ fn security_config(s: &Settings) -> SecurityConfig {
         key_password: s.str(id::SSL_KEY_PASSWORD).map(Secret::new),
         verify_hostname: s.enum_meaning(id::SSL_ENDPOINT_IDENTIFICATION_ALGORITHM) != "none",
         verify_certificate: s.bool(id::ENABLE_SSL_CERTIFICATE_VERIFICATION),
+        crl: s.str(id::SSL_CRL_LOCATION).map(Into::into),
+        // `finalize` refuses a keystore without its password.
+        keystore: s.str(id::SSL_KEYSTORE_LOCATION).map(|path| Keystore {
+            path: path.into(),
+            password: Secret::new(s.str(id::SSL_KEYSTORE_PASSWORD).unwrap_or_default()),
+        }),
     };
     let sasl = s
         .str(id::SASL_MECHANISM)

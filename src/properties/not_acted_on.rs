@@ -16,9 +16,9 @@ use super::validate::resolve;
 /// the topic properties whose name a global property has too).
 ///
 /// What they would change, by group:
-/// - TLS and SASL tuning (`ssl.cipher.suites`, `ssl.curves.list`, `ssl.sigalgs.list`,
-///   `ssl.crl.location`, `ssl.keystore.*`, the Kerberos details, `enable_sasl_queue`): rustls
-///   picks its own safe suites, curves and algorithms; CRLs and PKCS#12 keystores are not read.
+/// - TLS and SASL tuning (`ssl.cipher.suites`, `ssl.curves.list`, `ssl.sigalgs.list`, the
+///   Kerberos details, `enable_sasl_queue`): rustls picks its own safe suites, curves and
+///   algorithms.
 /// - Socket and connection tuning (`socket.*`, `broker.address.*`, `connections.max.idle.ms`,
 ///   `client.dns.lookup`, `enable.sparse.connections`): the client keeps one lazily dialled
 ///   connection per broker with `TCP_NODELAY`, system buffer sizes and no keep-alive.
@@ -31,7 +31,7 @@ use super::validate::resolve;
 ///   `queue.buffering.backpressure.threshold`, `delivery.report.only.error`, `queuing.strategy`,
 ///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `coordinator.query.interval.ms`,
 ///   `group.protocol.type`.
-pub const NOT_ACTED_ON: [&str; 64] = [
+pub const NOT_ACTED_ON: [&str; 61] = [
     "client.software.name",
     "client.software.version",
     "message.copy.max.bytes",
@@ -70,9 +70,6 @@ pub const NOT_ACTED_ON: [&str; 64] = [
     "ssl.cipher.suites",
     "ssl.curves.list",
     "ssl.sigalgs.list",
-    "ssl.crl.location",
-    "ssl.keystore.location",
-    "ssl.keystore.password",
     "sasl.kerberos.service.name",
     "sasl.kerberos.principal",
     "sasl.kerberos.kinit.cmd",

@@ -2,9 +2,13 @@
 
 mod backoff;
 mod connection;
+#[cfg(feature = "ssl")]
+mod keystore;
 pub mod memory;
 #[cfg(any(test, feature = "testing"))]
 mod request_shapes;
+#[cfg(feature = "ssl")]
+mod revocation;
 mod sasl;
 mod shape;
 mod shape_check;

@@ -55,10 +55,27 @@ impl TlsConnector {
         let provider = Arc::new(rustls_graviola::default_provider());
         let algorithms = provider.signature_verification_algorithms;
         let inner = if settings.verify_certificate {
-            let roots = Arc::new(load_roots(&settings.ca)?);
-            let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-                .build()
-                .map_err(|e| settings_error(format!("`ssl.ca.location`: {e}")))?;
+            let mut roots = load_roots(&settings.ca)?;
+            let revocations = settings
+                .crl
+                .as_deref()
+                .map(super::revocation::read)
+                .transpose()?;
+            let builder = match revocations {
+                Some(found) => {
+                    roots.add_parsable_certificates(found.certificates);
+                    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                        .with_crls(found.crls)
+                        .only_check_end_entity_revocation()
+                        .enforce_revocation_expiration()
+                }
+                None => {
+                    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                }
+            };
+            let webpki = builder.build().map_err(|e| {
+                settings_error(format!("`ssl.ca.location` / `ssl.crl.location`: {e}"))
+            })?;
             Some(webpki)
         } else {
             None
@@ -73,21 +90,28 @@ impl TlsConnector {
             .map_err(|e| settings_error(e.to_string()))?
             .dangerous()
             .with_custom_certificate_verifier(verifier);
-        let config = match (&settings.certificate, &settings.key) {
-            (Some(certificate), Some(key)) => {
+        let config = match (&settings.keystore, &settings.certificate, &settings.key) {
+            // librdkafka reads the keystore after the PEM files, so it wins over them.
+            (Some(keystore), ..) => {
+                let (chain, key) = super::keystore::read(keystore)?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| settings_error(format!("`ssl.keystore.location`: {e}")))?
+            }
+            (None, Some(certificate), Some(key)) => {
                 let chain = load_chain(certificate)?;
                 let key = load_key(key, settings.key_password.as_ref())?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| settings_error(format!("`ssl.key.location`: {e}")))?
             }
-            (None, None) => builder.with_no_client_auth(),
-            (Some(_), None) => {
+            (None, None, None) => builder.with_no_client_auth(),
+            (None, Some(_), None) => {
                 return Err(settings_error(
                     "`ssl.certificate.location` is set but `ssl.key.location` is not",
                 ));
             }
-            (None, Some(_)) => {
+            (None, None, Some(_)) => {
                 return Err(settings_error(
                     "`ssl.key.location` is set but `ssl.certificate.location` is not",
                 ));
@@ -139,6 +163,22 @@ fn handshake_error(address: &str, host: &str, e: &std::io::Error) -> Error {
             CertificateError::UnknownIssuer | CertificateError::BadSignature,
         )) => "certificate not trusted: the broker's certificate does not lead to a CA of \
                `ssl.ca.location`/`ssl.ca.pem`"
+            .to_owned(),
+        Some(rustls::Error::InvalidCertificate(CertificateError::Revoked)) => {
+            "certificate revoked: the broker's certificate is on a revocation list of \
+             `ssl.crl.location`"
+                .to_owned()
+        }
+        Some(rustls::Error::InvalidCertificate(CertificateError::UnknownRevocationStatus)) => {
+            "certificate revocation unknown: no revocation list of `ssl.crl.location` is from \
+             the issuer of the broker's certificate"
+                .to_owned()
+        }
+        Some(rustls::Error::InvalidCertificate(
+            CertificateError::ExpiredRevocationList
+            | CertificateError::ExpiredRevocationListContext { .. },
+        )) => "certificate revocation unknown: the revocation list of `ssl.crl.location` for \
+               the broker's certificate has expired (its next update is past)"
             .to_owned(),
         Some(rustls::Error::InvalidCertificate(other)) => {
             format!("certificate not accepted: {other:?}")
