@@ -263,6 +263,18 @@ async fn a_pkcs12_keystore_with_a_wrong_password_stops_the_start() {
     assert!(!text.contains("not-the-password"), "{text}");
 }
 
+/// `ssl.cipher.suites` and `ssl.curves.list` narrowed to one TLS 1.3 suite, one TLS 1.2 suite
+/// and one group the broker has (P-384): every connection of a round trip handshakes with them.
+#[tokio::test]
+async fn chosen_cipher_suites_and_curves_connect() {
+    let url = env("KAFKA_SSL_URL");
+    let mut config = config(&url, SecurityProtocol::Ssl, None);
+    config.security.tls.cipher_suites =
+        Some("TLS_AES_256_GCM_SHA384:ECDHE-RSA-AES256-GCM-SHA384".into());
+    config.security.tls.curves = Some("secp384r1".into());
+    round_trip(config, "suites").await;
+}
+
 /// A CRL of the broker's CA that revokes nothing: the broker is accepted, and every connection
 /// of a whole round trip checks it.
 #[tokio::test]

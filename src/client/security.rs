@@ -139,6 +139,14 @@ pub struct TlsConfig {
     /// certificate chain as a PKCS#12 keystore, for mutual TLS. As in librdkafka, it takes the
     /// place of `ssl.certificate.*` and `ssl.key.*` when both are set.
     pub keystore: Option<Keystore>,
+    /// `ssl.cipher.suites`: the cipher suites to offer, by OpenSSL or IANA name, separated by
+    /// `:`. As in OpenSSL, names of TLS 1.2 suites narrow the TLS 1.2 suites only; TLS 1.3 names
+    /// narrow TLS 1.3 too. OpenSSL's keywords and operators (`HIGH`, `!aNULL`) are refused at
+    /// the start: name the suites.
+    pub cipher_suites: Option<String>,
+    /// `ssl.curves.list`: the key exchange groups to offer, in order (`X25519`, `P-256` or
+    /// `prime256v1`, `P-384` or `secp384r1`, `X25519MLKEM768`).
+    pub curves: Option<String>,
 }
 
 /// A PKCS#12 keystore file and its password.
@@ -161,6 +169,8 @@ impl Default for TlsConfig {
             verify_certificate: true,
             crl: None,
             keystore: None,
+            cipher_suites: None,
+            curves: None,
         }
     }
 }

@@ -37,7 +37,7 @@ use super::table::id;
 /// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
 /// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
-pub const ACTED_ON: [&str; 73] = [
+pub const ACTED_ON: [&str; 75] = [
     // ClientConfig
     "bootstrap.servers",
     "client.id",
@@ -66,6 +66,8 @@ pub const ACTED_ON: [&str; 73] = [
     "ssl.crl.location",
     "ssl.keystore.location",
     "ssl.keystore.password",
+    "ssl.cipher.suites",
+    "ssl.curves.list",
     "sasl.mechanism",
     "sasl.username",
     "sasl.password",
@@ -187,6 +189,8 @@ fn security_config(s: &Settings) -> SecurityConfig {
             path: path.into(),
             password: Secret::new(s.str(id::SSL_KEYSTORE_PASSWORD).unwrap_or_default()),
         }),
+        cipher_suites: s.str(id::SSL_CIPHER_SUITES).map(str::to_owned),
+        curves: s.str(id::SSL_CURVES_LIST).map(str::to_owned),
     };
     let sasl = s
         .str(id::SASL_MECHANISM)

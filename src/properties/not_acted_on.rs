@@ -16,9 +16,8 @@ use super::validate::resolve;
 /// the topic properties whose name a global property has too).
 ///
 /// What they would change, by group:
-/// - TLS and SASL tuning (`ssl.cipher.suites`, `ssl.curves.list`, `ssl.sigalgs.list`, the
-///   Kerberos details, `enable_sasl_queue`): rustls picks its own safe suites, curves and
-///   algorithms.
+/// - TLS and SASL tuning (`ssl.sigalgs.list`, the Kerberos details, `enable_sasl_queue`):
+///   rustls picks its own safe signature algorithms.
 /// - Socket and connection tuning (`socket.*`, `broker.address.*`, `connections.max.idle.ms`,
 ///   `client.dns.lookup`, `enable.sparse.connections`): the client keeps one lazily dialled
 ///   connection per broker with `TCP_NODELAY`, system buffer sizes and no keep-alive.
@@ -31,7 +30,7 @@ use super::validate::resolve;
 ///   `queue.buffering.backpressure.threshold`, `delivery.report.only.error`, `queuing.strategy`,
 ///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `coordinator.query.interval.ms`,
 ///   `group.protocol.type`.
-pub const NOT_ACTED_ON: [&str; 61] = [
+pub const NOT_ACTED_ON: [&str; 59] = [
     "client.software.name",
     "client.software.version",
     "message.copy.max.bytes",
@@ -67,8 +66,6 @@ pub const NOT_ACTED_ON: [&str; 61] = [
     "api.version.request.timeout.ms",
     "api.version.fallback.ms",
     "broker.version.fallback",
-    "ssl.cipher.suites",
-    "ssl.curves.list",
     "ssl.sigalgs.list",
     "sasl.kerberos.service.name",
     "sasl.kerberos.principal",

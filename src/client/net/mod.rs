@@ -14,6 +14,8 @@ mod shape;
 mod shape_check;
 mod shapes;
 #[cfg(feature = "ssl")]
+mod suites;
+#[cfg(feature = "ssl")]
 mod tls;
 mod versions;
 

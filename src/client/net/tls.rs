@@ -52,7 +52,14 @@ impl fmt::Debug for TlsConnector {
 impl TlsConnector {
     /// Reads the CA certificates, the client certificate and key of `settings`.
     pub fn new(settings: &TlsConfig) -> Result<Self> {
-        let provider = Arc::new(rustls_graviola::default_provider());
+        let mut provider = rustls_graviola::default_provider();
+        if let Some(list) = &settings.cipher_suites {
+            super::suites::choose_suites(&mut provider, list)?;
+        }
+        if let Some(list) = &settings.curves {
+            super::suites::choose_groups(&mut provider, list)?;
+        }
+        let provider = Arc::new(provider);
         let algorithms = provider.signature_verification_algorithms;
         let inner = if settings.verify_certificate {
             let mut roots = load_roots(&settings.ca)?;
