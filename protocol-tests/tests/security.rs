@@ -17,7 +17,8 @@ use ruststream_kafka::client::{
     Admin, CaSource, Client, ClientConfig, Consumer, ConsumerConfig, ConsumerEvent, Error,
     IsolationLevel, Keystore, OffsetReset, OffsetSpec, Pem, Producer, ProducerConfig,
     ProducerRecord, SaslConfig, SaslMechanism, Secret, SecurityConfig, SecurityProtocol,
-    Subscription, TlsConfig, TransactionalProducer, reauthentications, unsecured_jwt_provider,
+    Subscription, TLS_PROVIDER_VARIABLE, TlsConfig, TlsProvider, TransactionalProducer,
+    reauthentications, tls_provider, unsecured_jwt_provider,
 };
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -273,6 +274,18 @@ async fn chosen_cipher_suites_and_curves_connect() {
         Some("TLS_AES_256_GCM_SHA384:ECDHE-RSA-AES256-GCM-SHA384".into());
     config.security.tls.curves = Some("secp384r1".into());
     round_trip(config, "suites").await;
+}
+
+/// With `RUSTSTREAM_KAFKA_TLS_PROVIDER=rustcrypto` (how `scripts/test` runs these tests a
+/// second time) every TLS test here ran on the fallback provider, not on graviola.
+#[test]
+fn the_tls_provider_is_the_one_asked_for() {
+    let asked = std::env::var(TLS_PROVIDER_VARIABLE).unwrap_or_default();
+    let used = tls_provider();
+    eprintln!("{TLS_PROVIDER_VARIABLE}={asked:?}: TLS runs on {used:?}");
+    if asked == "rustcrypto" {
+        assert_eq!(used, TlsProvider::RustCrypto);
+    }
 }
 
 /// A CRL of the broker's CA that revokes nothing: the broker is accepted, and every connection

@@ -17,6 +17,8 @@ pub mod metrics;
 mod net;
 pub mod observe;
 pub mod producer;
+#[cfg(any(feature = "ssl", feature = "schema-registry"))]
+mod provider;
 mod reader;
 pub mod records;
 mod security;
@@ -48,19 +50,21 @@ pub use coordinator::CoordinatorKind;
 pub use error::{Error, ResponseError, Result};
 pub use isolation::IsolationLevel;
 pub use metrics::MetricsObserver;
+#[cfg(feature = "ssl")]
+pub use net::TlsConnector;
 #[cfg(feature = "testing")]
 pub(crate) use net::check_request;
 pub use net::{
     ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response, memory,
     reauthentications, unsecured_jwt_provider,
 };
-#[cfg(feature = "ssl")]
-pub use net::{TlsConnector, crypto_provider};
 pub use observe::{Event, Interest, Observer, Observers, PartitionChange, Settlement};
 pub use producer::{
     DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, RecordRef,
     TransactionError, TransactionErrorKind, TransactionProtocol, TransactionalProducer,
 };
+#[cfg(any(feature = "ssl", feature = "schema-registry"))]
+pub use provider::{TLS_PROVIDER_VARIABLE, TlsProvider, crypto_provider, tls_provider};
 pub use reader::{FetchedPartition, PartitionReader};
 pub use records::{Codec, Header, Record};
 pub use security::{

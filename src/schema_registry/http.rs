@@ -91,9 +91,10 @@ impl fmt::Debug for HttpRegistryClient {
     }
 }
 
-/// A rustls configuration on graviola that trusts what the platform trusts.
+/// A rustls configuration on the process's crypto provider (graviola where it runs) that
+/// trusts what the platform trusts.
 fn tls_config() -> Result<rustls::ClientConfig, String> {
-    let provider = Arc::new(rustls_graviola::default_provider());
+    let provider = Arc::new(crate::client::crypto_provider());
     let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&provider))
         .map_err(|e| format!("the platform trust store could not be loaded: {e}"))?;
     let config = rustls::ClientConfig::builder_with_provider(provider)

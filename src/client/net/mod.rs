@@ -26,5 +26,5 @@ pub use sasl::{reauthentications, unsecured_jwt_provider};
 pub(crate) use shape_check::check_request;
 pub use shape_check::check_response;
 #[cfg(feature = "ssl")]
-pub use tls::{TlsConnector, crypto_provider};
+pub use tls::TlsConnector;
 pub use versions::ApiVersions;

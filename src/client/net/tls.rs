@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -52,7 +52,7 @@ impl fmt::Debug for TlsConnector {
 impl TlsConnector {
     /// Reads the CA certificates, the client certificate and key of `settings`.
     pub fn new(settings: &TlsConfig) -> Result<Self> {
-        let mut provider = rustls_graviola::default_provider();
+        let mut provider = crate::client::provider::crypto_provider();
         if let Some(list) = &settings.cipher_suites {
             super::suites::choose_suites(&mut provider, list)?;
         }
@@ -447,12 +447,6 @@ impl ServerCertVerifier for Verifier {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
     }
-}
-
-/// The crypto provider TLS uses (graviola), for callers that build their own rustls configs.
-#[must_use]
-pub fn crypto_provider() -> CryptoProvider {
-    rustls_graviola::default_provider()
 }
 
 #[cfg(test)]
