@@ -9,6 +9,8 @@ pub mod memory;
 mod request_shapes;
 #[cfg(feature = "ssl")]
 mod revocation;
+#[cfg(feature = "ssl")]
+mod rsa_order;
 mod sasl;
 mod shape;
 mod shape_check;

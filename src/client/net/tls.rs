@@ -101,6 +101,8 @@ impl TlsConnector {
             // librdkafka reads the keystore after the PEM files, so it wins over them.
             (Some(keystore), ..) => {
                 let (chain, key) = super::keystore::read(keystore)?;
+                let key = super::rsa_order::larger_prime_first(key)
+                    .map_err(|e| settings_error(format!("`ssl.keystore.location`: {e}")))?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| settings_error(format!("`ssl.keystore.location`: {e}")))?
@@ -108,6 +110,8 @@ impl TlsConnector {
             (None, Some(certificate), Some(key)) => {
                 let chain = load_chain(certificate)?;
                 let key = load_key(key, settings.key_password.as_ref())?;
+                let key = super::rsa_order::larger_prime_first(key)
+                    .map_err(|e| settings_error(format!("`ssl.key.location`: {e}")))?;
                 builder
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| settings_error(format!("`ssl.key.location`: {e}")))?
