@@ -118,6 +118,14 @@ pub(super) struct TopicQueues {
     pub metadata_generation: u64,
 }
 
+/// What [`Shared::admit`] read of a record, once, for every attempt to place it.
+#[derive(Debug, Clone, Copy)]
+struct Admitted {
+    size: usize,
+    timestamp: i64,
+    now: i64,
+}
+
 /// Where [`Shared::place`] left a record.
 enum Placement {
     Placed {
@@ -359,6 +367,16 @@ impl Shared {
     /// The common case of [`enqueue`](Self::enqueue), without waiting: the record queued, or
     /// `None` when its topic must be learnt or the queue has no room.
     fn enqueue_now(&self, record: &RecordRef<'_>) -> Result<Option<DeliveryFuture>> {
+        let admitted = self.admit(record)?;
+        Ok(match self.try_place(record, admitted)? {
+            Placement::Placed { delivery, .. } => Some(delivery),
+            Placement::UnknownTopic | Placement::Full => None,
+        })
+    }
+
+    /// Checks what needs no lock (a topic name, an open producer) and reads what a record
+    /// needs once: its size, its timestamp and the wall clock.
+    fn admit(&self, record: &RecordRef<'_>) -> Result<Admitted> {
         if record.topic.is_empty() {
             return Err(Error::InvalidRecord("empty topic name".into()));
         }
@@ -366,22 +384,31 @@ impl Shared {
             return Err(Error::Closed("producer".into()));
         }
         let now = now_ms();
-        let timestamp = record.timestamp.unwrap_or(now);
-        let size = message_size(record.key, record.value, record.headers);
+        Ok(Admitted {
+            size: message_size(record.key, record.value, record.headers),
+            timestamp: record.timestamp.unwrap_or(now),
+            now,
+        })
+    }
+
+    /// One attempt to place the record under the lock; wakes the sender when it has something
+    /// new to look at.
+    fn try_place(&self, record: &RecordRef<'_>, admitted: Admitted) -> Result<Placement> {
         let generation = self.client.metadata_generation();
         let placed = {
             let mut state = self.lock();
-            self.place(&mut state, record, size, generation, (timestamp, now))?
+            self.place(
+                &mut state,
+                record,
+                admitted.size,
+                generation,
+                (admitted.timestamp, admitted.now),
+            )?
         };
-        Ok(match placed {
-            Placement::Placed { delivery, wake } => {
-                if wake {
-                    self.wake.notify_one();
-                }
-                Some(delivery)
-            }
-            Placement::UnknownTopic | Placement::Full => None,
-        })
+        if let Placement::Placed { wake: true, .. } = &placed {
+            self.wake.notify_one();
+        }
+        Ok(placed)
     }
 
     /// [`enqueue`](Self::enqueue) when the record could not be placed at once: learns the
@@ -391,29 +418,12 @@ impl Shared {
         record: RecordRef<'_>,
         queue_timeout: Option<Duration>,
     ) -> Result<DeliveryFuture> {
-        if record.topic.is_empty() {
-            return Err(Error::InvalidRecord("empty topic name".into()));
-        }
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Closed("producer".into()));
-        }
-        let now = now_ms();
-        let timestamp = record.timestamp.unwrap_or(now);
-        let size = message_size(record.key, record.value, record.headers);
+        let admitted = self.admit(&record)?;
         let mut deadline: Option<Instant> = None;
         loop {
             let generation = self.client.metadata_generation();
-            let placed = {
-                let mut state = self.lock();
-                self.place(&mut state, &record, size, generation, (timestamp, now))?
-            };
-            match placed {
-                Placement::Placed { delivery, wake } => {
-                    if wake {
-                        self.wake.notify_one();
-                    }
-                    return Ok(delivery);
-                }
+            match self.try_place(&record, admitted)? {
+                Placement::Placed { delivery, .. } => return Ok(delivery),
                 Placement::UnknownTopic => {
                     let count = self.partition_count(record.topic).await?;
                     let mut state = self.lock();
@@ -436,7 +446,7 @@ impl Shared {
                     if deadline.is_none() {
                         deadline = queue_timeout.and_then(|t| Instant::now().checked_add(t));
                     }
-                    self.wait_for_room(size, deadline).await?;
+                    self.wait_for_room(admitted.size, deadline).await?;
                 }
             }
         }
