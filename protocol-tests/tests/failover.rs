@@ -1152,3 +1152,197 @@ async fn deliver(producer: &Producer, topic: &str, value: &str, limit: Duration)
         Err(elapsed) => panic!("{value}: no answer in {limit:?} ({elapsed})"),
     }
 }
+
+/// Counts the Metadata requests a client sent and the Produce retries and writes it made.
+#[derive(Default)]
+struct Requests {
+    metadata: AtomicUsize,
+    retries: AtomicUsize,
+    written_to: std::sync::Mutex<Vec<i32>>,
+}
+
+impl Observer for Requests {
+    fn interest(&self) -> Interest {
+        Interest::REQUESTS | Interest::PRODUCE
+    }
+
+    fn on_event(&self, event: &Event<'_>) {
+        match *event {
+            Event::Request { api_key: 3, .. } => {
+                self.metadata.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::ProduceRetry { .. } => {
+                self.retries.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::BatchWritten { node, .. } => self
+                .written_to
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(node),
+            _ => {}
+        }
+    }
+}
+
+/// KIP-951: a partition's leadership moves while every broker stays up (replicas reordered,
+/// then a preferred leader election, by the Java admin client). The old leader answers the
+/// next Produce with `NOT_LEADER_OR_FOLLOWER` and names the new leader; the producer sends
+/// there at once, without asking anyone for metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_leader_named_by_the_answer_is_used_without_a_metadata_refresh() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let seen = Arc::new(Requests::default());
+    let client = observed_client(Observers::new().with(seen.clone())).await;
+    all_three_brokers(&client).await;
+    let topic = unique_topic("kip951");
+    create_topic(&client, &topic, 1).await;
+    wait_until_fully_replicated(&client, &[&topic], Duration::from_mins(1)).await;
+    let producer = match Producer::new(client.clone(), ProducerConfig::default()) {
+        Ok(p) => p,
+        Err(e) => panic!("producer: {e}"),
+    };
+    if let Err(e) = send(&producer, &topic, 0).await.await {
+        panic!("the first record: {e}");
+    }
+    let (old, replicas) = client.with_metadata(|m| {
+        let leader = m.leader(&topic, 0).map(|(node, _)| node);
+        let replicas = m
+            .topics
+            .get(&topic)
+            .map(|t| t.partitions[0].replicas.clone());
+        (leader, replicas.unwrap_or_default())
+    });
+    let Some(old) = old else {
+        panic!("{topic}-0 has no leader");
+    };
+    let Some(&target) = replicas.iter().find(|&&n| n != old) else {
+        panic!("{topic}-0 has no other replica: {replicas:?}");
+    };
+    move_leader(&topic, target).await;
+    let metadata_before = seen.metadata.load(Ordering::Relaxed);
+    let retries_before = seen.retries.load(Ordering::Relaxed);
+    if let Err(e) = send(&producer, &topic, 1).await.await {
+        panic!("the record after the move: {e}");
+    }
+    let retries = seen.retries.load(Ordering::Relaxed) - retries_before;
+    let metadata = seen.metadata.load(Ordering::Relaxed) - metadata_before;
+    let last = seen
+        .written_to
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .last()
+        .copied();
+    assert!(
+        retries >= 1,
+        "the old leader ({old}) never refused the record"
+    );
+    assert_eq!(last, Some(target), "written to the new leader");
+    assert_eq!(
+        metadata, 0,
+        "the producer asked for metadata though the answer named the new leader"
+    );
+}
+
+/// KIP-951 for a consumer: the leadership of the partition it reads moves while every broker
+/// stays up; the old leader answers its Fetch with `NOT_LEADER_OR_FOLLOWER` and names the new
+/// leader, and the consumer reads on from there without asking anyone for metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_follows_a_moved_leader_named_by_the_answer_without_a_metadata_refresh() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let seen = Arc::new(Requests::default());
+    let reader = observed_client(Observers::new().with(seen.clone())).await;
+    let client = client().await;
+    all_three_brokers(&client).await;
+    let topic = unique_topic("kip951-fetch");
+    create_topic(&client, &topic, 1).await;
+    wait_until_fully_replicated(&client, &[&topic], Duration::from_mins(1)).await;
+    let producer = match Producer::new(client.clone(), ProducerConfig::default()) {
+        Ok(p) => p,
+        Err(e) => panic!("producer: {e}"),
+    };
+    if let Err(e) = send(&producer, &topic, 0).await.await {
+        panic!("the first record: {e}");
+    }
+    let mut consumer = match Consumer::new(reader.clone(), ConsumerConfig::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("consumer: {e}"),
+    };
+    let tp = ruststream_kafka::client::TopicPartition::new(&*topic, 0);
+    if let Err(e) = consumer.assign(&[(tp, ruststream_kafka::client::StartAt::Earliest)]) {
+        panic!("assign: {e}");
+    }
+    assert_eq!(next_values(&mut consumer, 1).await, ["0"]);
+    let Some((old, _)) = reader.with_metadata(|m| m.leader(&topic, 0)) else {
+        panic!("{topic}-0 has no leader");
+    };
+    let replicas = reader.with_metadata(|m| {
+        m.topics
+            .get(&topic)
+            .map(|t| t.partitions[0].replicas.clone())
+            .unwrap_or_default()
+    });
+    let Some(&target) = replicas.iter().find(|&&n| n != old) else {
+        panic!("{topic}-0 has no other replica: {replicas:?}");
+    };
+    let metadata_before = seen.metadata.load(Ordering::Relaxed);
+    move_leader(&topic, target).await;
+    if let Err(e) = send(&producer, &topic, 1).await.await {
+        panic!("the record after the move: {e}");
+    }
+    assert_eq!(next_values(&mut consumer, 1).await, ["1"]);
+    assert_eq!(
+        reader
+            .with_metadata(|m| m.leader(&topic, 0))
+            .map(|(n, _)| n),
+        Some(target)
+    );
+    assert_eq!(
+        seen.metadata.load(Ordering::Relaxed) - metadata_before,
+        0,
+        "the consumer asked for metadata though the answer named the new leader"
+    );
+}
+
+/// Moves the leadership of partition 0 of `topic` to `node` with the Java admin client.
+async fn move_leader(topic: &str, node: i32) {
+    let args = [
+        "move-leader".to_owned(),
+        protocol_tests::bootstrap(),
+        topic.to_owned(),
+        "0".to_owned(),
+        node.to_string(),
+    ];
+    let moved = tokio::task::spawn_blocking(move || {
+        protocol_tests::java_interop(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await;
+    match moved {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "moving the leader: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => panic!("moving the leader: {e}"),
+    }
+}
+
+/// The values of the next `n` records the consumer hands out (within 30 s).
+async fn next_values(consumer: &mut Consumer, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while out.len() < n {
+        let event = match tokio::time::timeout_at(deadline, consumer.poll()).await {
+            Ok(Ok(event)) => event,
+            Ok(Err(e)) => panic!("poll: {e}"),
+            Err(elapsed) => panic!("no record within 30 s ({elapsed}); got {out:?}"),
+        };
+        if let ConsumerEvent::Records(batch) = event {
+            for r in batch.records {
+                out.push(
+                    String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned(),
+                );
+            }
+        }
+    }
+    out
+}
