@@ -1193,31 +1193,8 @@ async fn a_moved_leader_named_by_the_answer_is_used_without_a_metadata_refresh()
     let _turn = ONE_AT_A_TIME.lock().await;
     let seen = Arc::new(Requests::default());
     let client = observed_client(Observers::new().with(seen.clone())).await;
-    all_three_brokers(&client).await;
-    let topic = unique_topic("kip951");
-    create_topic(&client, &topic, 1).await;
-    wait_until_fully_replicated(&client, &[&topic], Duration::from_mins(1)).await;
-    let producer = match Producer::new(client.clone(), ProducerConfig::default()) {
-        Ok(p) => p,
-        Err(e) => panic!("producer: {e}"),
-    };
-    if let Err(e) = send(&producer, &topic, 0).await.await {
-        panic!("the first record: {e}");
-    }
-    let (old, replicas) = client.with_metadata(|m| {
-        let leader = m.leader(&topic, 0).map(|(node, _)| node);
-        let replicas = m
-            .topics
-            .get(&topic)
-            .map(|t| t.partitions[0].replicas.clone());
-        (leader, replicas.unwrap_or_default())
-    });
-    let Some(old) = old else {
-        panic!("{topic}-0 has no leader");
-    };
-    let Some(&target) = replicas.iter().find(|&&n| n != old) else {
-        panic!("{topic}-0 has no other replica: {replicas:?}");
-    };
+    let (topic, producer) = replicated_topic_with_a_record(&client, "kip951").await;
+    let (old, target) = leader_and_another_replica(&client, &topic);
     move_leader(&topic, target).await;
     let metadata_before = seen.metadata.load(Ordering::Relaxed);
     let retries_before = seen.retries.load(Ordering::Relaxed);
@@ -1252,17 +1229,7 @@ async fn a_consumer_follows_a_moved_leader_named_by_the_answer_without_a_metadat
     let seen = Arc::new(Requests::default());
     let reader = observed_client(Observers::new().with(seen.clone())).await;
     let client = client().await;
-    all_three_brokers(&client).await;
-    let topic = unique_topic("kip951-fetch");
-    create_topic(&client, &topic, 1).await;
-    wait_until_fully_replicated(&client, &[&topic], Duration::from_mins(1)).await;
-    let producer = match Producer::new(client.clone(), ProducerConfig::default()) {
-        Ok(p) => p,
-        Err(e) => panic!("producer: {e}"),
-    };
-    if let Err(e) = send(&producer, &topic, 0).await.await {
-        panic!("the first record: {e}");
-    }
+    let (topic, producer) = replicated_topic_with_a_record(&client, "kip951-fetch").await;
     let mut consumer = match Consumer::new(reader.clone(), ConsumerConfig::default()) {
         Ok(c) => c,
         Err(e) => panic!("consumer: {e}"),
@@ -1272,18 +1239,7 @@ async fn a_consumer_follows_a_moved_leader_named_by_the_answer_without_a_metadat
         panic!("assign: {e}");
     }
     assert_eq!(next_values(&mut consumer, 1).await, ["0"]);
-    let Some((old, _)) = reader.with_metadata(|m| m.leader(&topic, 0)) else {
-        panic!("{topic}-0 has no leader");
-    };
-    let replicas = reader.with_metadata(|m| {
-        m.topics
-            .get(&topic)
-            .map(|t| t.partitions[0].replicas.clone())
-            .unwrap_or_default()
-    });
-    let Some(&target) = replicas.iter().find(|&&n| n != old) else {
-        panic!("{topic}-0 has no other replica: {replicas:?}");
-    };
+    let (_, target) = leader_and_another_replica(&reader, &topic);
     let metadata_before = seen.metadata.load(Ordering::Relaxed);
     move_leader(&topic, target).await;
     if let Err(e) = send(&producer, &topic, 1).await.await {
@@ -1301,6 +1257,41 @@ async fn a_consumer_follows_a_moved_leader_named_by_the_answer_without_a_metadat
         0,
         "the consumer asked for metadata though the answer named the new leader"
     );
+}
+
+/// A new topic of one partition on all three brokers, with a producer that wrote record 0.
+async fn replicated_topic_with_a_record(client: &Client, prefix: &str) -> (String, Producer) {
+    all_three_brokers(client).await;
+    let topic = unique_topic(prefix);
+    create_topic(client, &topic, 1).await;
+    wait_until_fully_replicated(client, &[&topic], Duration::from_mins(1)).await;
+    let producer = match Producer::new(client.clone(), ProducerConfig::default()) {
+        Ok(p) => p,
+        Err(e) => panic!("producer: {e}"),
+    };
+    if let Err(e) = send(&producer, &topic, 0).await.await {
+        panic!("the first record: {e}");
+    }
+    (topic, producer)
+}
+
+/// The leader of partition 0 of `topic` as `client` knows it, and another of its replicas.
+fn leader_and_another_replica(client: &Client, topic: &str) -> (i32, i32) {
+    let (leader, replicas) = client.with_metadata(|m| {
+        let leader = m.leader(topic, 0).map(|(node, _)| node);
+        let replicas = m
+            .topics
+            .get(topic)
+            .map(|t| t.partitions[0].replicas.clone());
+        (leader, replicas.unwrap_or_default())
+    });
+    let Some(leader) = leader else {
+        panic!("{topic}-0 has no leader");
+    };
+    let Some(&other) = replicas.iter().find(|&&n| n != leader) else {
+        panic!("{topic}-0 has no other replica: {replicas:?}");
+    };
+    (leader, other)
 }
 
 /// Moves the leadership of partition 0 of `topic` to `node` with the Java admin client.
