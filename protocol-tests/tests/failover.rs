@@ -1337,3 +1337,95 @@ async fn next_values(consumer: &mut Consumer, n: usize) -> Vec<String> {
     }
     out
 }
+
+/// Counts, per broker, the records fetch answers held.
+#[derive(Default)]
+struct FetchedFrom(std::sync::Mutex<std::collections::BTreeMap<i32, usize>>);
+
+impl Observer for FetchedFrom {
+    fn interest(&self) -> Interest {
+        Interest::FETCH
+    }
+
+    fn on_event(&self, event: &Event<'_>) {
+        if let Event::Fetched { node, records, .. } = *event {
+            *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(node)
+                .or_default() += records;
+        }
+    }
+}
+
+impl FetchedFrom {
+    fn take(&self) -> std::collections::BTreeMap<i32, usize> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
+/// KIP-392: a consumer whose `client.rack` is a follower's rack (`scripts/kafka` puts node N
+/// in `rack-N`, with Kafka's rack-aware replica selector) reads from that follower, as the
+/// leader tells it to; when that follower dies, it reads on from the leader, losing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_with_a_client_rack_fetches_from_the_replica_in_its_rack() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let fetched = Arc::new(FetchedFrom::default());
+    let reader = observed_client(Observers::new().with(fetched.clone())).await;
+    let client = client().await;
+    let (topic, producer) = replicated_topic_with_a_record(&client, "kip392").await;
+    let (leader, follower) = leader_and_another_replica(&client, &topic);
+    let config = ConsumerConfig {
+        client_rack: Some(format!("rack-{follower}")),
+        ..ConsumerConfig::default()
+    };
+    let mut consumer = match Consumer::new(reader.clone(), config) {
+        Ok(c) => c,
+        Err(e) => panic!("consumer: {e}"),
+    };
+    let tp = ruststream_kafka::client::TopicPartition::new(&*topic, 0);
+    if let Err(e) = consumer.assign(&[(tp, ruststream_kafka::client::StartAt::Earliest)]) {
+        panic!("assign: {e}");
+    }
+    assert_eq!(
+        send_range(&producer, &topic, 1..50).await,
+        0,
+        "records failed"
+    );
+    let expected: Vec<String> = (0..50).map(|i| i.to_string()).collect();
+    assert_eq!(next_values(&mut consumer, 50).await, expected);
+    let from = fetched.take();
+    assert_eq!(
+        from.iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(node, _)| *node)
+            .collect::<Vec<_>>(),
+        [follower],
+        "records came from {from:?}; the leader is {leader}"
+    );
+
+    // The follower dies: the consumer goes back to the leader.
+    let id = follower.to_string();
+    if let Err(e) = tokio::task::spawn_blocking(move || kafka_script(&["kill", &id])).await {
+        panic!("kill: {e}");
+    }
+    assert_eq!(
+        send_range(&producer, &topic, 50..80).await,
+        0,
+        "records failed"
+    );
+    let expected: Vec<String> = (50..80).map(|i| i.to_string()).collect();
+    assert_eq!(next_values(&mut consumer, 30).await, expected);
+    let from = fetched.take();
+    assert!(
+        from.get(&leader).copied().unwrap_or(0) > 0,
+        "after the follower died, records came from {from:?}; the leader is {leader}"
+    );
+    all_three_brokers(&client).await;
+}

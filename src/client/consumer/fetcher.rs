@@ -14,6 +14,11 @@
 //! answer names the new leader (KIP-951) is fetched from it at once, without the refresh
 //! and the backoff.
 //!
+//! With `client.rack` set, a leader may name a replica in the consumer's rack to fetch from
+//! (KIP-392, Fetch v11+): the partition is fetched from that replica until the metadata's
+//! refresh interval passes or the replica answers anything but records; then from the leader
+//! again, from the same position (a follower's out-of-range is not a reason to reset).
+//!
 //! Topics go by id (Fetch v13+, KIP-516) when the broker and the metadata have ids for all of
 //! a request's topics, by name otherwise; an answer is matched by what the request used.
 //!
@@ -63,6 +68,8 @@ struct Want {
     tp: TopicPartition,
     /// The topic's id as the metadata had it (nil when unknown).
     topic_id: TopicId,
+    /// Fetched from a replica the leader named (KIP-392), not from the leader.
+    from_follower: bool,
     generation: u64,
     position: FetchPosition,
 }
@@ -73,6 +80,8 @@ struct Outcome {
     error: Option<ResponseError>,
     /// The leader the broker named when it no longer leads the partition (KIP-951).
     leader: Option<(i32, i32)>,
+    /// The replica the leader named to fetch from instead (KIP-392).
+    preferred_replica: Option<i32>,
     decoded: Decoded,
     high_watermark: i64,
     bytes: usize,
@@ -150,6 +159,7 @@ impl InFlight {
 pub(crate) async fn run(shared: Arc<Shared>) {
     let mut fetcher = Fetcher {
         sessions: HashMap::new(),
+        preferred: HashMap::new(),
         busy: HashSet::new(),
         node_backoff: HashMap::new(),
         last_refresh: None,
@@ -178,6 +188,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 
 struct Fetcher {
     sessions: HashMap<i32, FetchSession>,
+    /// The replica each partition is fetched from instead of its leader, and until when
+    /// (KIP-392).
+    preferred: HashMap<TopicPartition, (i32, Instant)>,
     /// Brokers with a fetch on the wire.
     busy: HashSet<i32>,
     node_backoff: HashMap<i32, Instant>,
@@ -235,18 +248,20 @@ impl Fetcher {
                     to_validate.push(check);
                     continue;
                 }
-                if self.busy.contains(&leader) {
+                let node = self.source(shared, tp, leader, now);
+                if self.busy.contains(&node) {
                     continue;
                 }
-                if let Some(&until) = self.node_backoff.get(&leader)
+                if let Some(&until) = self.node_backoff.get(&node)
                     && until > now
                 {
                     wake_at = Some(wake_at.map_or(until, |w| w.min(until)));
                     continue;
                 }
-                by_node.entry(leader).or_default().push(Want {
+                by_node.entry(node).or_default().push(Want {
                     tp: tp.clone(),
                     topic_id,
+                    from_follower: node != leader,
                     generation: part.generation,
                     position: FetchPosition {
                         offset,
@@ -278,6 +293,26 @@ impl Fetcher {
             self.send(shared, in_flight, node, wants);
         }
         wake_at
+    }
+
+    /// The broker to fetch `tp` from: the replica its leader named (KIP-392) while that holds
+    /// and the metadata knows the replica's address, its leader otherwise.
+    fn source(&mut self, shared: &Shared, tp: &TopicPartition, leader: i32, now: Instant) -> i32 {
+        match self.preferred.get(tp) {
+            Some(&(node, until))
+                if until > now
+                    && shared
+                        .client
+                        .with_metadata(|m| m.brokers.contains_key(&node)) =>
+            {
+                node
+            }
+            Some(_) => {
+                self.preferred.remove(tp);
+                leader
+            }
+            None => leader,
+        }
     }
 
     /// Puts one Fetch for `wants` on the wire to `node`, in its session.
@@ -352,6 +387,11 @@ impl Fetcher {
                     state.report(e.clone());
                 }
                 tracing::debug!(node, error = %e, "fetch failed");
+                // A replica the leader named that cannot be reached: its partitions go back
+                // to their leaders (another broker: no backoff for them).
+                for w in wants.iter().filter(|w| w.from_follower) {
+                    self.preferred.remove(&w.tp);
+                }
                 self.node_backoff.insert(node, now + backoff);
                 refresh.extend(wants.iter().map(|w| w.tp.topic.clone()));
             }
@@ -393,6 +433,9 @@ impl Fetcher {
                     {
                         continue;
                     }
+                    if self.follow(shared, node, want, &outcome, now) {
+                        continue;
+                    }
                     let policy = shared.config.corrupt_batches;
                     // A partition whose new leader the answer named goes there at once.
                     let retry_at = if moved.contains(&tp) {
@@ -415,6 +458,34 @@ impl Fetcher {
         }
         if !refresh.is_empty() {
             self.refresh(shared, refresh.into_iter().collect());
+        }
+    }
+
+    /// Applies KIP-392 to one partition's outcome: a replica the leader named is fetched from
+    /// next (the answer carries no records then); a replica's error sends the partition back
+    /// to its leader at once, at the same position. Says whether the outcome is settled so.
+    fn follow(
+        &mut self,
+        shared: &Shared,
+        node: i32,
+        want: &Want,
+        outcome: &Outcome,
+        now: Instant,
+    ) -> bool {
+        if want.from_follower && outcome.error.is_some() {
+            tracing::debug!(partition = %want.tp, replica = node, error = ?outcome.error,
+                "the preferred replica refused the fetch; back to the leader");
+            self.preferred.remove(&want.tp);
+            return true;
+        }
+        match outcome.preferred_replica {
+            Some(replica) if replica != node && outcome.error.is_none() => {
+                let until = now + shared.client.config().metadata_refresh_interval;
+                tracing::debug!(partition = %want.tp, replica, "fetching from the replica the leader named");
+                self.preferred.insert(want.tp.clone(), (replica, until));
+                outcome.decoded.records.is_empty()
+            }
+            _ => false,
         }
     }
 
@@ -727,11 +798,14 @@ async fn fetch_and_decode(
                 .sum();
             let leader = (p.current_leader.leader_id.0 >= 0)
                 .then_some((p.current_leader.leader_id.0, p.current_leader.leader_epoch));
+            let preferred_replica =
+                (p.preferred_read_replica.0 >= 0).then_some(p.preferred_read_replica.0);
             outcomes.push((
                 want.tp.clone(),
                 Outcome {
                     error,
                     leader,
+                    preferred_replica,
                     decoded,
                     high_watermark: p.high_watermark,
                     bytes: raw.max(payload),
@@ -866,6 +940,7 @@ mod tests {
         Want {
             tp: TopicPartition::new("t", partition),
             topic_id: NIL_TOPIC_ID,
+            from_follower: false,
             generation: 3,
             position: FetchPosition {
                 offset: 10,
