@@ -207,6 +207,7 @@ impl Fetcher {
         let mut to_resolve = Vec::new();
         let mut to_validate = Vec::new();
         let mut no_leader: HashSet<Arc<str>> = HashSet::new();
+        let mut recreated = Vec::new();
         {
             let mut state = shared.lock();
             let full = state.buffered >= config.queued_max_bytes;
@@ -237,13 +238,14 @@ impl Fetcher {
                 if full || queued >= config.queued_min_messages {
                     continue;
                 }
-                let Some(((leader, epoch), topic_id)) = shared.client.with_metadata(|m| {
-                    m.leader(&tp.topic, tp.partition)
-                        .map(|l| (l, m.topic_id(&tp.topic).unwrap_or(NIL_TOPIC_ID)))
-                }) else {
+                let Some(((leader, epoch), topic_id)) = leader_and_id(shared, tp) else {
                     no_leader.insert(tp.topic.clone());
                     continue;
                 };
+                if !part.in_topic(topic_id) {
+                    recreated.push((tp.clone(), topic_id));
+                    continue;
+                }
                 if let Some(check) = check_needed(tp, part, leader, epoch, offset) {
                     to_validate.push(check);
                     continue;
@@ -276,6 +278,10 @@ impl Fetcher {
                         part.in_flight = true;
                     }
                 }
+            }
+            for (tp, id) in &recreated {
+                state.topic_recreated(tp, *id);
+                wake_at = Some(now);
             }
         }
         if !to_resolve.is_empty() {
@@ -509,6 +515,14 @@ impl Fetcher {
             shared.fetch_wake.notify_one();
         });
     }
+}
+
+/// The leader of `tp` and its epoch, with the topic's id (nil when unknown).
+fn leader_and_id(shared: &Shared, tp: &TopicPartition) -> Option<((i32, i32), TopicId)> {
+    shared.client.with_metadata(|m| {
+        m.leader(&tp.topic, tp.partition)
+            .map(|l| (l, m.topic_id(&tp.topic).unwrap_or(NIL_TOPIC_ID)))
+    })
 }
 
 /// Applies one partition's outcome; returns its topic when its leader must be looked up.

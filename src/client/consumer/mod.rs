@@ -635,7 +635,17 @@ pub(crate) async fn commit_stored(shared: &Shared, only: Option<&[TopicPartition
     let Some(group) = &shared.offsets else {
         return Ok(());
     };
-    let pending = shared.lock().to_commit(only);
+    let pending = {
+        let state = shared.lock();
+        let mut pending = state.to_commit(only);
+        // A position in a topic deleted since and created again under its name is not the new
+        // topic's: committing it would start the group there.
+        pending.retain(|(tp, _, _)| {
+            let current = shared.client.with_metadata(|m| m.topic_id(&tp.topic));
+            state.parts.get(tp).is_none_or(|p| p.in_topic_of(current))
+        });
+        pending
+    };
     if pending.is_empty() {
         return Ok(());
     }

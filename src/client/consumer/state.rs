@@ -10,6 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::time::Instant;
 
+use crate::client::cluster::{NIL_TOPIC_ID, TopicId};
 use crate::client::error::Error;
 use crate::client::hashing::PartitionHasher;
 use crate::client::records::Record;
@@ -74,9 +75,29 @@ pub(crate) struct Part {
     pub validated_epoch: i32,
     /// An `OffsetForLeaderEpoch` check of the position is under way: not fetched meanwhile.
     pub validating: bool,
+    /// The id of the topic its position is in (nil until known, or when the broker has none).
+    pub topic_id: TopicId,
 }
 
 impl Part {
+    /// Whether the position can be in the topic whose id the metadata now gives (`current`):
+    /// it is, or one of the two ids is unknown.
+    pub(crate) fn in_topic_of(&self, current: Option<TopicId>) -> bool {
+        current.is_none_or(|id| self.topic_id == NIL_TOPIC_ID || self.topic_id == id)
+    }
+
+    /// Whether the position is in the topic whose id the metadata now gives (`id`); learns
+    /// the id the first time. `false` when the topic was deleted and created again.
+    pub(crate) fn in_topic(&mut self, id: TopicId) -> bool {
+        if self.topic_id != id && self.topic_id != NIL_TOPIC_ID && id != NIL_TOPIC_ID {
+            return false;
+        }
+        if id != NIL_TOPIC_ID {
+            self.topic_id = id;
+        }
+        true
+    }
+
     fn new(start: StartAt) -> Self {
         Part {
             generation: 0,
@@ -98,6 +119,7 @@ impl Part {
             fetched_epoch: -1,
             validated_epoch: -1,
             validating: false,
+            topic_id: NIL_TOPIC_ID,
         }
     }
 }
@@ -190,6 +212,22 @@ impl State {
         part.validated_epoch = -1;
         part.validating = false;
         Some(part.generation)
+    }
+
+    /// `tp`'s topic was deleted and created again under its name (its id is now `id`): the
+    /// position, the offset stored for the next commit and the start remembered for it belong
+    /// to the old topic. The partition starts again per `auto.offset.reset`, and nothing of the
+    /// old topic is committed for the new one.
+    pub(crate) fn topic_recreated(&mut self, tp: &TopicPartition, id: TopicId) {
+        tracing::warn!(partition = %tp, "the topic was deleted and created again; the \
+            partition starts again per auto.offset.reset");
+        self.restart(tp, StartAt::Reset);
+        self.given_starts.remove(tp);
+        if let Some(part) = self.parts.get_mut(tp) {
+            part.stored = None;
+            part.committed = None;
+            part.topic_id = id;
+        }
     }
 
     /// Sets the start of `tp` found for `generation` (ignored if a seek came in between).
@@ -504,6 +542,30 @@ mod tests {
         s.remove(&[tp(0)]);
         assert_eq!(s.buffered, 0);
         assert!(s.take_records().is_none());
+    }
+
+    /// A topic deleted and created again: its partitions start again per the reset policy,
+    /// and neither the old position nor its stored offset is committed for the new topic.
+    #[test]
+    fn a_topic_created_again_drops_the_old_position_and_its_commit() {
+        let mut s = State::new(true);
+        s.add(&[tp(0)], StartAt::Committed);
+        s.restart(&tp(0), StartAt::Offset(0));
+        s.push(&tp(0), chunk(1, 0..5));
+        assert!(s.take_records().is_some());
+        let part = s.parts.get_mut(&tp(0)).expect("assigned");
+        assert!(part.in_topic([1; 16]));
+        assert!(part.in_topic([0; 16]), "an unknown id is not a new topic");
+        assert!(!part.in_topic([2; 16]));
+        assert!(!part.in_topic_of(Some([2; 16])));
+        assert!(part.in_topic_of(None));
+        assert_eq!(s.to_commit(None).len(), 1);
+        s.topic_recreated(&tp(0), [2; 16]);
+        let part = &s.parts[&tp(0)];
+        assert_eq!((part.position, part.stored), (None, None));
+        assert!(matches!(part.start, StartAt::Reset));
+        assert!(part.in_topic_of(Some([2; 16])));
+        assert!(s.to_commit(None).is_empty());
     }
 }
 
