@@ -260,7 +260,7 @@ mod tests {
     async fn a_token_is_kept_until_80_percent_of_its_life() {
         let (provider, calls) = scripted(vec![
             Ok((Duration::from_millis(500), "first")),
-            Ok((Duration::from_secs(60), "second")),
+            Ok((Duration::from_mins(1), "second")),
         ]);
         assert_eq!(provider.token().await.unwrap().value.expose(), "first");
         assert_eq!(provider.token().await.unwrap().value.expose(), "first");
@@ -308,18 +308,18 @@ mod tests {
         });
         assert!(expired.token().await.unwrap_err().contains("unexpired"));
         let reserved = TokenProvider::from_fn(|| {
-            let mut t = token(Duration::from_secs(60), "t");
+            let mut t = token(Duration::from_mins(1), "t");
             t.extensions.push(("auth".to_owned(), "x".to_owned()));
             Ok(t)
         });
         assert!(reserved.token().await.unwrap_err().contains("reserved"));
         let digits = TokenProvider::from_fn(|| {
-            let mut t = token(Duration::from_secs(60), "t");
+            let mut t = token(Duration::from_mins(1), "t");
             t.extensions.push(("trace1".to_owned(), "x".to_owned()));
             Ok(t)
         });
         assert!(digits.token().await.unwrap_err().contains("A-Z"));
-        let control = TokenProvider::from_fn(|| Ok(token(Duration::from_secs(60), "a\u{1}b")));
+        let control = TokenProvider::from_fn(|| Ok(token(Duration::from_mins(1), "a\u{1}b")));
         assert!(control.token().await.is_err());
         let failing = TokenProvider::failing("bad config");
         assert_eq!(failing.token().await.unwrap_err(), "bad config");

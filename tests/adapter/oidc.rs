@@ -66,7 +66,7 @@ async fn oidc_round_trip_through_properties() {
         return;
     }
     live::logs();
-    let server = TokenServer::start(CLIENT_ID, CLIENT_SECRET, Duration::from_secs(300)).await;
+    let server = TokenServer::start(CLIENT_ID, CLIENT_SECRET, Duration::from_mins(5)).await;
     let topic = live::topic("oidc-round-trip", 1).await;
     let connected = oidc_broker(&server, CLIENT_SECRET)
         .connect()
@@ -87,7 +87,7 @@ async fn oidc_wrong_client_secret_stops_startup() {
     if live::unsupported_on_embedded("the OIDC listener is Kafka's") {
         return;
     }
-    let server = TokenServer::start(CLIENT_ID, CLIENT_SECRET, Duration::from_secs(300)).await;
+    let server = TokenServer::start(CLIENT_ID, CLIENT_SECRET, Duration::from_mins(5)).await;
     let error = oidc_broker(&server, "not-the-secret")
         .connect()
         .await
@@ -164,7 +164,7 @@ async fn oidc_token_provider_installed_on_the_kafka_broker_is_used() {
         async move {
             // An identity provider is asked asynchronously; a yield stands in for the wait.
             tokio::task::yield_now().await;
-            let (jwt, exp) = signer.token("billing-service", Duration::from_secs(300));
+            let (jwt, exp) = signer.token("billing-service", Duration::from_mins(5));
             Ok(OAuthToken {
                 value: Secret::new(jwt),
                 expires: UNIX_EPOCH + Duration::from_secs(exp),

@@ -23,6 +23,12 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use rsa::pkcs8::DecodePrivateKey as _;
 use sha2::Digest as _;
 
+/// The DER `DigestInfo` header of a SHA-256 digest (RFC 8017, 9.2 note 1).
+const SHA256_DIGEST_INFO: [u8; 19] = [
+    0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05,
+    0x00, 0x04, 0x20,
+];
+
 /// The environment variable `name`, which `scripts/kafka env` prints.
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
@@ -77,10 +83,6 @@ impl Signer {
             URL_SAFE_NO_PAD.encode(claims.to_string())
         );
         // PKCS#1 v1.5 over SHA-256: the DigestInfo prefix of SHA-256, then the digest.
-        const SHA256_DIGEST_INFO: [u8; 19] = [
-            0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02,
-            0x01, 0x05, 0x00, 0x04, 0x20,
-        ];
         let mut digest_info = SHA256_DIGEST_INFO.to_vec();
         digest_info.extend_from_slice(&sha2::Sha256::digest(input.as_bytes()));
         let signature = self
