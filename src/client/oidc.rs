@@ -319,6 +319,89 @@ mod tests {
         assert!(parse_answer(deep.as_bytes()).is_err());
     }
 
+    /// A local HTTP server answering every request with `status` and `body`.
+    async fn answering(status: &'static str, body: Vec<u8>) -> String {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let body = body.clone();
+                tokio::spawn(async move {
+                    let mut request = vec![0; 8192];
+                    let _ = socket.read(&mut request).await;
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(&body).await;
+                });
+            }
+        });
+        format!("http://{address}/token")
+    }
+
+    async fn first_token(url: String) -> Result<OAuthToken, String> {
+        let provider = oidc_provider(OidcConfig {
+            token_endpoint_url: url,
+            client_id: "c".to_owned(),
+            client_secret: Secret::new("s"),
+            scope: None,
+            extensions: vec![("tenant".to_owned(), "t".to_owned())],
+        })?;
+        provider.token().await
+    }
+
+    #[tokio::test]
+    async fn the_endpoints_answers_are_read_within_bounds() {
+        let token = jwt(r#"{"sub":"svc","exp":4000000000}"#);
+        let good = format!(r#"{{"access_token":"{token}"}}"#).into_bytes();
+        let answer = first_token(answering("200 OK", good).await).await.unwrap();
+        assert_eq!(answer.value.expose(), token);
+        assert_eq!(answer.principal, "svc");
+        assert_eq!(
+            answer.expires,
+            UNIX_EPOCH + Duration::from_secs(4_000_000_000)
+        );
+        assert_eq!(
+            answer.extensions,
+            vec![("tenant".to_owned(), "t".to_owned())]
+        );
+
+        let huge = vec![b' '; MAX_ANSWER + 4096];
+        let error = first_token(answering("200 OK", huge).await)
+            .await
+            .unwrap_err();
+        assert!(error.contains("larger than"), "{error}");
+
+        let refusal = format!(
+            r#"{{"error":"invalid_client","pad":"{}"}}"#,
+            "x".repeat(5000)
+        );
+        let error = first_token(answering("401 Unauthorized", refusal.into_bytes()).await)
+            .await
+            .unwrap_err();
+        assert!(
+            error.contains("HTTP status 401 Unauthorized") && error.contains("invalid_client"),
+            "{error}"
+        );
+        assert!(
+            error.len() < 600,
+            "the endpoint's words are bounded: {}",
+            error.len()
+        );
+
+        let error = first_token("http://127.0.0.1:1/token".to_owned())
+            .await
+            .unwrap_err();
+        assert!(
+            error.starts_with("Failed to retrieve OIDC token from"),
+            "{error}"
+        );
+    }
+
     #[test]
     fn the_request_is_librdkafkas() {
         assert_eq!(request_body(None), "grant_type=client_credentials");
