@@ -24,7 +24,7 @@ use ruststream::{
 use tokio::runtime::Handle;
 use tokio::sync::{OnceCell, watch};
 
-use crate::client::{Client, Observer, Observers};
+use crate::client::{Client, Observer, Observers, TokenProvider};
 use crate::connection::{BrokerState, ConnectedKafkaBroker, Link, redacted_servers};
 use crate::eos::EosRegistry;
 use crate::error::KafkaError;
@@ -62,6 +62,8 @@ pub struct KafkaBroker {
     assignment_timeout: Duration,
     /// Who is told what the clients of this broker do.
     observers: Observers,
+    /// Where every client's OAUTHBEARER tokens come from, when installed in code.
+    token_provider: Option<TokenProvider>,
     /// The schema registry and prefetch attached to this broker.
     #[cfg(feature = "schema-registry")]
     registry_edges: crate::schema_registry::Edges,
@@ -79,6 +81,7 @@ impl fmt::Debug for KafkaBroker {
             .field("flush_timeout", &self.flush_timeout)
             .field("assignment_timeout", &self.assignment_timeout)
             .field("observers", &self.observers.len())
+            .field("token_provider", &self.token_provider.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -100,6 +103,7 @@ impl KafkaBroker {
             flush_timeout: FLUSH_TIMEOUT,
             assignment_timeout: ASSIGNMENT_TIMEOUT,
             observers: Observers::default(),
+            token_provider: None,
             #[cfg(feature = "schema-registry")]
             registry_edges: crate::schema_registry::Edges::default(),
         }
@@ -184,6 +188,50 @@ impl KafkaBroker {
         self
     }
 
+    /// Installs the source of OAUTHBEARER tokens for every client of this broker (the
+    /// connect probe, the producers and each subscription's consumer), for
+    /// `sasl.mechanism=OAUTHBEARER`: librdkafka's token refresh callback, made async. It takes
+    /// the place of what `sasl.oauthbearer.method=oidc` or
+    /// `enable.sasl.oauthbearer.unsecure.jwt` would give.
+    ///
+    /// The provider asks its source for a token when a connection authenticates and none is
+    /// cached, and again once 80 % of the token's lifetime has passed; a failed refresh keeps
+    /// the current token while it is valid and is retried after a backoff. An error with no
+    /// valid token fails the connection with the source's text (at `connect`, the startup).
+    /// Whatever the source awaits runs on the client's runtime: do I/O with async clients.
+    ///
+    /// ```no_run
+    /// use std::time::{Duration, SystemTime};
+    ///
+    /// use ruststream_kafka::KafkaBroker;
+    /// use ruststream_kafka::client::{OAuthToken, Secret, TokenProvider};
+    ///
+    /// /// Asks the service's identity provider (a stand-in here).
+    /// async fn fetch_from_identity_provider() -> Result<(String, u64), String> {
+    ///     Ok(("eyJhbGciOiJSUzI1NiJ9.e30.c2ln".to_owned(), 3600))
+    /// }
+    ///
+    /// let tokens = TokenProvider::new(|| async {
+    ///     let (jwt, lifetime_seconds) = fetch_from_identity_provider().await?;
+    ///     Ok(OAuthToken {
+    ///         value: Secret::new(jwt),
+    ///         expires: SystemTime::now() + Duration::from_secs(lifetime_seconds),
+    ///         principal: "orders-service".to_owned(),
+    ///         // SASL extensions (`key=value`) some brokers ask for, e.g. Confluent Cloud's
+    ///         extensions: vec![("logicalCluster".to_owned(), "lkc-abc123".to_owned())],
+    ///     })
+    /// });
+    /// let broker = KafkaBroker::new(["kafka.example.com:9093"])
+    ///     .config("security.protocol", "SASL_SSL")
+    ///     .config("sasl.mechanism", "OAUTHBEARER")
+    ///     .oauthbearer_token_provider(tokens);
+    /// ```
+    #[must_use]
+    pub fn oauthbearer_token_provider(mut self, provider: TokenProvider) -> Self {
+        self.token_provider = Some(provider);
+        self
+    }
+
     /// `bootstrap.servers`, then every `config` pair.
     fn base_properties(&self) -> Properties {
         let mut base = Properties::new();
@@ -263,6 +311,7 @@ impl KafkaBroker {
             &self.observers,
         );
         client_config.observers = observers.clone();
+        crate::connection::install_token_provider(&mut client_config, self.token_provider.as_ref());
         let probe = Client::connect(client_config);
         let client = match tokio::time::timeout(self.connect_timeout, probe).await {
             Ok(Ok(client)) => client,
@@ -294,6 +343,7 @@ impl KafkaBroker {
                 closing_consumers: watch::Sender::new(0),
                 opened: std::sync::Mutex::new(Vec::new()),
                 observers,
+                token_provider: self.token_provider,
                 handover: link.as_ref().map(crate::handover::Transport::handover),
                 #[cfg(feature = "testing")]
                 in_process: link,

@@ -14,7 +14,10 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::{OnceCell, watch};
 
-use crate::client::{Client, ClientConfig, Observers, Producer, ProducerConfig, without_userinfo};
+use crate::client::{
+    Client, ClientConfig, Observers, Producer, ProducerConfig, SaslMechanism, TokenProvider,
+    without_userinfo,
+};
 use crate::eos::EosRegistry;
 use crate::error::KafkaError;
 use crate::properties::{ProducerProperties, Properties};
@@ -52,6 +55,8 @@ pub(crate) struct BrokerState {
     pub(crate) opened: std::sync::Mutex<Vec<Opened>>,
     /// Registered on every client the broker builds.
     pub(crate) observers: Observers,
+    /// The OAUTHBEARER token provider installed on the `KafkaBroker`, for every client.
+    pub(crate) token_provider: Option<TokenProvider>,
     /// The embedded cluster of an in-process connection.
     #[cfg(feature = "testing")]
     pub(crate) in_process: Link,
@@ -100,10 +105,21 @@ impl fmt::Debug for BrokerState {
     }
 }
 
+/// Puts `provider` (one installed on the `KafkaBroker`) in `config`'s OAUTHBEARER settings,
+/// in place of what the properties gave.
+pub(crate) fn install_token_provider(config: &mut ClientConfig, provider: Option<&TokenProvider>) {
+    if let (Some(provider), Some(sasl)) = (provider, config.security.sasl.as_mut())
+        && sasl.mechanism == SaslMechanism::OAuthBearer
+    {
+        sasl.token_provider = Some(provider.clone());
+    }
+}
+
 impl BrokerState {
     /// `config` with the observers every client of this broker reports to.
     pub(crate) fn observed(&self, mut config: ClientConfig) -> ClientConfig {
         config.observers = self.observers.clone();
+        install_token_provider(&mut config, self.token_provider.as_ref());
         config
     }
 

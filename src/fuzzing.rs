@@ -195,9 +195,7 @@ pub fn sasl(data: &[u8]) {
     let Ok(config) = std::str::from_utf8(rest) else {
         return;
     };
-    if let Ok(provider) = crate::client::unsecured_jwt_provider(config) {
-        let _ = provider();
-    }
+    let _ = crate::client::unsecured_token_now(config);
 }
 
 /// A request frame, without its length prefix, as the embedded broker reads it: API key and

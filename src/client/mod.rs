@@ -16,14 +16,17 @@ mod json;
 pub mod metrics;
 mod net;
 pub mod observe;
+#[cfg(feature = "oidc")]
+mod oidc;
 pub mod producer;
-#[cfg(any(feature = "ssl", feature = "schema-registry"))]
+#[cfg(any(feature = "ssl", feature = "schema-registry", feature = "oidc"))]
 mod provider;
 mod reader;
 pub mod records;
 mod security;
 pub mod statistics;
 mod telemetry;
+mod token;
 mod topic_partition;
 mod unwind;
 
@@ -54,16 +57,20 @@ pub use metrics::MetricsObserver;
 pub use net::TlsConnector;
 #[cfg(feature = "testing")]
 pub(crate) use net::check_request;
+#[cfg(fuzzing)]
+pub(crate) use net::unsecured_token_now;
 pub use net::{
     ApiVersions, Backoff, Connection, ConnectionOptions, InFlight, check_response, memory,
     reauthentications, unsecured_jwt_provider,
 };
 pub use observe::{Event, Interest, Observer, Observers, PartitionChange, Settlement};
+#[cfg(feature = "oidc")]
+pub use oidc::{OidcConfig, oidc_provider, parse_extensions};
 pub use producer::{
     DeliveryFuture, Partitioner, Producer, ProducerRecord, RecordMetadata, RecordRef,
     TransactionError, TransactionErrorKind, TransactionProtocol, TransactionalProducer,
 };
-#[cfg(any(feature = "ssl", feature = "schema-registry"))]
+#[cfg(any(feature = "ssl", feature = "schema-registry", feature = "oidc"))]
 pub use provider::{TLS_PROVIDER_VARIABLE, TlsProvider, crypto_provider, tls_provider};
 pub use reader::{FetchedPartition, PartitionReader};
 pub use records::{Codec, Header, Record};
@@ -73,6 +80,7 @@ pub use security::{
 };
 pub use statistics::StatisticsObserver;
 pub use telemetry::ClientRole;
+pub use token::TokenFuture;
 
 use cluster::Connections;
 

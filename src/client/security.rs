@@ -6,7 +6,6 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 /// `security.protocol`: whether connections use TLS, SASL, both or neither.
@@ -218,9 +217,10 @@ impl SaslMechanism {
 pub struct OAuthToken {
     /// The token, sent as `auth=Bearer <token>`.
     pub value: Secret,
-    /// When it expires; the client asks for a new one for every authentication.
+    /// When it expires; the [`TokenProvider`] asks for a new one once 80 % of its lifetime has
+    /// passed.
     pub expires: SystemTime,
-    /// The principal it names (informational).
+    /// The principal it names (informational: the broker reads the token's own claim).
     pub principal: String,
     /// SASL extensions (`key=value`) sent with the token.
     pub extensions: Vec<(String, String)>,
@@ -235,9 +235,7 @@ impl fmt::Debug for OAuthToken {
     }
 }
 
-/// Produces OAUTHBEARER tokens; called for each authentication and re-authentication. An
-/// `Err` fails the connection with its text.
-pub type TokenProvider = Arc<dyn Fn() -> Result<OAuthToken, String> + Send + Sync>;
+pub use super::token::TokenProvider;
 
 /// SASL settings.
 #[derive(Clone)]

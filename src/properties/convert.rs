@@ -26,7 +26,8 @@ use std::time::Duration;
 use crate::client::{
     Acks, CaSource, ClientConfig, ClientRole, Codec, ConsumerConfig, GroupProtocol, IsolationLevel,
     Keystore, OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig, SaslMechanism, Secret,
-    SecurityConfig, SecurityProtocol, TlsConfig, unsecured_jwt_provider, without_userinfo,
+    SecurityConfig, SecurityProtocol, TlsConfig, TokenProvider, unsecured_jwt_provider,
+    without_userinfo,
 };
 
 use super::finalize::assignor_names;
@@ -37,7 +38,7 @@ use super::table::id;
 /// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
 /// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
-pub const ACTED_ON: [&str; 75] = [
+pub const ACTED_ON: [&str; 83] = [
     // ClientConfig
     "bootstrap.servers",
     "client.id",
@@ -73,6 +74,15 @@ pub const ACTED_ON: [&str; 75] = [
     "sasl.password",
     "sasl.oauthbearer.config",
     "enable.sasl.oauthbearer.unsecure.jwt",
+    "sasl.oauthbearer.method",
+    "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.scope",
+    "sasl.oauthbearer.extensions",
+    "sasl.oauthbearer.token.endpoint.url",
+    // Acted on by refusing what is not implemented (the JWT-bearer grant, Azure IMDS).
+    "sasl.oauthbearer.grant.type",
+    "sasl.oauthbearer.metadata.authentication.type",
     // ProducerConfig
     "acks",
     "enable.idempotence",
@@ -201,14 +211,8 @@ fn security_config(s: &Settings) -> SecurityConfig {
                 s.str(id::SASL_USERNAME).unwrap_or_default(),
                 s.str(id::SASL_PASSWORD).unwrap_or_default(),
             );
-            if mechanism == SaslMechanism::OAuthBearer
-                && s.bool(id::ENABLE_SASL_OAUTHBEARER_UNSECURE_JWT)
-            {
-                let config = s.str(id::SASL_OAUTHBEARER_CONFIG).unwrap_or_default();
-                sasl.token_provider = Some(match unsecured_jwt_provider(config) {
-                    Ok(provider) => provider,
-                    Err(reason) => std::sync::Arc::new(move || Err(reason.clone())),
-                });
+            if mechanism == SaslMechanism::OAuthBearer {
+                sasl.token_provider = oauthbearer_provider(s);
             }
             sasl
         });
@@ -217,6 +221,74 @@ fn security_config(s: &Settings) -> SecurityConfig {
         tls,
         sasl,
     }
+}
+
+/// The token provider the `sasl.oauthbearer.*` properties describe: OIDC with
+/// `sasl.oauthbearer.method=oidc`, librdkafka's unsecured JWTs with
+/// `enable.sasl.oauthbearer.unsecure.jwt`, else none (a provider installed in code, such as
+/// `KafkaBroker::token_provider`, or the startup error that one is needed).
+fn oauthbearer_provider(s: &Settings) -> Option<TokenProvider> {
+    if s.enum_meaning(id::SASL_OAUTHBEARER_METHOD) == "oidc" {
+        return Some(oidc_provider(s).unwrap_or_else(TokenProvider::failing));
+    }
+    if s.bool(id::ENABLE_SASL_OAUTHBEARER_UNSECURE_JWT) {
+        let config = s.str(id::SASL_OAUTHBEARER_CONFIG).unwrap_or_default();
+        return Some(unsecured_jwt_provider(config).unwrap_or_else(TokenProvider::failing));
+    }
+    None
+}
+
+/// The OIDC provider of the client-credentials properties (`finalize` has checked that the
+/// endpoint, id and secret are there), or why there is none.
+fn oidc_provider(s: &Settings) -> Result<TokenProvider, String> {
+    if s.enum_meaning(id::SASL_OAUTHBEARER_METADATA_AUTHENTICATION_TYPE) != "none" {
+        return Err(
+            "`sasl.oauthbearer.metadata.authentication.type=azure_imds` is not implemented by \
+             ruststream-kafka: use the client-credentials grant or a token provider"
+                .to_owned(),
+        );
+    }
+    if s.enum_meaning(id::SASL_OAUTHBEARER_GRANT_TYPE) != "client_credentials" {
+        return Err(
+            "`sasl.oauthbearer.grant.type=urn:ietf:params:oauth:grant-type:jwt-bearer` is not \
+             implemented by ruststream-kafka: use `client_credentials` or a token provider"
+                .to_owned(),
+        );
+    }
+    oidc_client_credentials(s)
+}
+
+#[cfg(feature = "oidc")]
+fn oidc_client_credentials(s: &Settings) -> Result<TokenProvider, String> {
+    let extensions = crate::client::parse_extensions(
+        s.str(id::SASL_OAUTHBEARER_EXTENSIONS).unwrap_or_default(),
+    )?;
+    crate::client::oidc_provider(crate::client::OidcConfig {
+        token_endpoint_url: s
+            .str(id::SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL)
+            .unwrap_or_default()
+            .to_owned(),
+        client_id: s
+            .str(id::SASL_OAUTHBEARER_CLIENT_ID)
+            .unwrap_or_default()
+            .to_owned(),
+        client_secret: Secret::new(
+            s.str(id::SASL_OAUTHBEARER_CLIENT_SECRET)
+                .unwrap_or_default(),
+        ),
+        scope: non_empty(s.str(id::SASL_OAUTHBEARER_SCOPE)),
+        extensions,
+    })
+    .map_err(|e| format!("`sasl.oauthbearer.method=oidc`: {e}"))
+}
+
+#[cfg(not(feature = "oidc"))]
+fn oidc_client_credentials(_: &Settings) -> Result<TokenProvider, String> {
+    Err(
+        "`sasl.oauthbearer.method=oidc` needs the `oidc` feature of ruststream-kafka (its HTTP \
+         client fetches the tokens); enable it in Cargo.toml"
+            .to_owned(),
+    )
 }
 
 /// The entries of a bootstrap list, each `host:port`.

@@ -23,9 +23,9 @@
 //!    and `sasl.oauthbearer.assertion.file` set, none of the ten other assertion settings (the
 //!    private key file, PEM and passphrase, the template file, the `sub`, `aud` and `iss`
 //!    claims, and, when set at all, `jti.include`, `exp.seconds` and `nbf.seconds`); without
-//!    it, exactly one of the private key file and PEM. Only reachable once this crate supports
-//!    OIDC: today `sasl.oauthbearer.method` itself is refused as unsupported, so the tests force
-//!    the settings past that refusal.
+//!    it, exactly one of the private key file and PEM. (The conversion then refuses the
+//!    JWT-bearer grant and Azure IMDS, which this crate does not implement, at the first
+//!    connection; the client-credentials grant needs the `oidc` feature.)
 //! 3. `reconnect.backoff.max.ms` >= `reconnect.backoff.ms`.
 //! 4. `partition.assignment.strategy`: every name `range`, `roundrobin` or
 //!    `cooperative-sticky` (exact case; names split at commas, leading spaces and commas skipped,

@@ -18,6 +18,8 @@ use super::validate::resolve;
 /// What they would change, by group:
 /// - TLS and SASL tuning (`ssl.sigalgs.list`, the Kerberos details, `enable_sasl_queue`):
 ///   rustls picks its own safe signature algorithms.
+/// - The OIDC JWT-bearer grant's assertion (`sasl.oauthbearer.assertion.*`): the grant itself
+///   is refused at the first connection (`sasl.oauthbearer.grant.type` is acted on that way).
 /// - Socket and connection tuning (`socket.*`, `broker.address.*`, `connections.max.idle.ms`,
 ///   `client.dns.lookup`, `enable.sparse.connections`): the client keeps one lazily dialled
 ///   connection per broker with `TCP_NODELAY`, system buffer sizes and no keep-alive.
@@ -30,7 +32,19 @@ use super::validate::resolve;
 ///   `queue.buffering.backpressure.threshold`, `delivery.report.only.error`, `queuing.strategy`,
 ///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `coordinator.query.interval.ms`,
 ///   `group.protocol.type`.
-pub const NOT_ACTED_ON: [&str; 59] = [
+pub const NOT_ACTED_ON: [&str; 71] = [
+    "sasl.oauthbearer.assertion.algorithm",
+    "sasl.oauthbearer.assertion.private.key.file",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "sasl.oauthbearer.assertion.private.key.pem",
+    "sasl.oauthbearer.assertion.file",
+    "sasl.oauthbearer.assertion.claim.aud",
+    "sasl.oauthbearer.assertion.claim.exp.seconds",
+    "sasl.oauthbearer.assertion.claim.iss",
+    "sasl.oauthbearer.assertion.claim.jti.include",
+    "sasl.oauthbearer.assertion.claim.nbf.seconds",
+    "sasl.oauthbearer.assertion.claim.sub",
+    "sasl.oauthbearer.assertion.jwt.template.file",
     "client.software.name",
     "client.software.version",
     "message.copy.max.bytes",

@@ -87,7 +87,9 @@ pub enum Gate {
 impl Gate {
     /// Why this crate cannot honour what depends on this option, or `None` when it can.
     ///
-    /// TLS is rustls and every codec is pure Rust, so those options are always present. What
+    /// TLS is rustls and every codec is pure Rust, so those options are always present; OIDC
+    /// settings are accepted in every build and need the `oidc` feature to be used (without
+    /// it, `sasl.oauthbearer.method=oidc` fails the first connection, naming the feature). What
     /// only OpenSSL, libcurl, Cyrus SASL, plugins or librdkafka's mock cluster can provide is
     /// refused the way librdkafka refuses it in a build without them, so that a service does not
     /// start believing it has something it does not.
@@ -99,6 +101,7 @@ impl Gate {
             | Gate::Zlib
             | Gate::Snappy
             | Gate::Zstd
+            | Gate::Oidc
             | Gate::Win32Gssapi => None,
             Gate::SslEngine => {
                 Some("OpenSSL engines do not exist in ruststream-kafka's TLS (rustls)")
@@ -106,9 +109,10 @@ impl Gate {
             Gate::OpenSsl3 => {
                 Some("OpenSSL providers do not exist in ruststream-kafka's TLS (rustls)")
             }
-            Gate::Curl | Gate::Https | Gate::Oidc => {
-                Some("ruststream-kafka has no HTTP client for OAuth/OIDC token retrieval")
-            }
+            Gate::Curl | Gate::Https => Some(
+                "ruststream-kafka has no general HTTP client (OIDC tokens come from the `oidc` \
+                 feature's, which trusts the platform's certificates)",
+            ),
             Gate::CyrusSasl => Some("ruststream-kafka has no Kerberos (GSSAPI) implementation"),
             Gate::Plugins => Some("ruststream-kafka does not load librdkafka plugins"),
             Gate::WindowsOnly => Some("ruststream-kafka does not read Windows certificate stores"),

@@ -13,6 +13,8 @@ mod live;
 #[cfg(all(feature = "schema-registry", feature = "avro"))]
 #[path = "../support/registry.rs"]
 mod registry;
+#[path = "../support/token_server.rs"]
+mod token_server;
 
 mod captured;
 mod commit_semantics;
@@ -29,6 +31,7 @@ mod in_process;
 mod in_process_handover;
 mod in_process_smoke;
 mod lifecycle;
+mod oidc;
 mod positions;
 mod prelude;
 mod publishing;

@@ -671,6 +671,11 @@ async fn reauthenticate(
         if link.wire.is_closed() {
             return;
         }
+        // A token due for a refresh is fetched before the connection is taken for the
+        // exchange, so that requests do not wait for the identity provider's answer.
+        if let Some(provider) = &sasl.token_provider {
+            let _ = provider.token().await;
+        }
         let (route, exclusive) = mpsc::unbounded_channel();
         if link
             .wire

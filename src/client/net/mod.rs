@@ -23,6 +23,8 @@ mod versions;
 
 pub use backoff::Backoff;
 pub use connection::{Connection, ConnectionOptions, InFlight};
+#[cfg(fuzzing)]
+pub(crate) use sasl::unsecured_token_now;
 pub use sasl::{reauthentications, unsecured_jwt_provider};
 #[cfg(feature = "testing")]
 pub(crate) use shape_check::check_request;

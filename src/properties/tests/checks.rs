@@ -539,8 +539,7 @@ fn producer_acks_beyond_one_are_refused_at_creation() {
     assert!(props(&[("acks", "2")]).consumer().is_ok());
 }
 
-/// OIDC settings are refused by this build before any check sees them; the checks are tested
-/// on settings forced past that refusal.
+/// The OIDC checks, on settings forced in place (no value parsing in the way).
 fn oidc(extra: &[(usize, Setting)]) -> Result<(), String> {
     let mut s = Settings::defaults();
     s.force(

@@ -330,3 +330,77 @@ fn not_acted_on_properties_are_found_under_any_spelling_and_logged_once() {
     );
     assert!(log_not_acted_on(&q).is_empty());
 }
+
+/// The first token (or the refusal) of the OAUTHBEARER provider `pairs` configure.
+async fn first_token(pairs: &[(&str, &str)]) -> Result<String, String> {
+    let mut all = vec![
+        ("security.protocol", "sasl_plaintext"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+    ];
+    all.extend_from_slice(pairs);
+    let config = props(&all).producer().expect("accepted").client_config();
+    let provider = config
+        .security
+        .sasl
+        .and_then(|s| s.token_provider)
+        .ok_or("no provider")?;
+    provider.token().await.map(|t| t.principal)
+}
+
+#[tokio::test]
+async fn oauthbearer_properties_choose_the_token_source() {
+    let oidc = [
+        ("sasl.oauthbearer.method", "oidc"),
+        (
+            "sasl.oauthbearer.token.endpoint.url",
+            "http://127.0.0.1:1/token",
+        ),
+        ("sasl.oauthbearer.client.id", "c"),
+        ("sasl.oauthbearer.client.secret", "s"),
+    ];
+    let refusal = first_token(&oidc).await.unwrap_err();
+    if cfg!(feature = "oidc") {
+        // nothing listens on port 1
+        assert!(
+            refusal.starts_with("Failed to retrieve OIDC token from \"http://127.0.0.1:1/token\""),
+            "{refusal}"
+        );
+    } else {
+        assert!(refusal.contains("needs the `oidc` feature"), "{refusal}");
+    }
+    let mut jwt_bearer = oidc.to_vec();
+    jwt_bearer.extend([
+        (
+            "sasl.oauthbearer.grant.type",
+            "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        ),
+        ("sasl.oauthbearer.assertion.private.key.pem", "x"),
+    ]);
+    let refusal = first_token(&jwt_bearer).await.unwrap_err();
+    assert!(
+        refusal.contains("jwt-bearer` is not implemented"),
+        "{refusal}"
+    );
+    let mut azure = oidc.to_vec();
+    azure.push((
+        "sasl.oauthbearer.metadata.authentication.type",
+        "azure_imds",
+    ));
+    let refusal = first_token(&azure).await.unwrap_err();
+    assert!(
+        refusal.contains("azure_imds` is not implemented"),
+        "{refusal}"
+    );
+    if cfg!(feature = "oidc") {
+        let mut extensions = oidc.to_vec();
+        extensions.push(("sasl.oauthbearer.extensions", "a=1,b"));
+        let refusal = first_token(&extensions).await.unwrap_err();
+        assert!(refusal.contains("sasl.oauthbearer.extensions"), "{refusal}");
+    }
+    let unsecured = [
+        ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+        ("sasl.oauthbearer.config", "principal=alice"),
+    ];
+    assert_eq!(first_token(&unsecured).await.as_deref(), Ok("alice"));
+    assert_eq!(first_token(&[]).await, Err("no provider".to_owned()));
+}

@@ -282,7 +282,7 @@ fn acted_on_and_not_acted_on_split_the_settable_properties() {
         let listed = usize::from(acted.contains(&index)) + usize::from(not_acted.contains(&index));
         assert_eq!(listed, usize::from(accepted), "{} ({:?})", p.name, p.scope);
     }
-    assert_eq!(acted.len() + not_acted.len(), 52 + 82);
+    assert_eq!(acted.len() + not_acted.len(), 52 + 82 + 20);
 }
 
 #[test]

@@ -363,9 +363,7 @@ fn flags_add_and_remove_comma_separated_words() {
         "Unsupported value \"sasl_gssapi\" for configuration property \"builtin.features\": \
          ruststream-kafka has no Kerberos (GSSAPI) implementation"
     );
-    assert!(
-        check_refusal(&[("builtin.features", "oidc")]).starts_with("Unsupported value \"oidc\"")
-    );
+    accepted(&[("builtin.features", "oidc")]);
     assert!(
         check_refusal(&[("builtin.features", "plugins")])
             .starts_with("Unsupported value \"plugins\"")
@@ -470,8 +468,6 @@ fn properties_this_build_does_not_support() {
          do not exist in ruststream-kafka's TLS (rustls)"
     );
     for key in [
-        "sasl.oauthbearer.method",
-        "sasl.oauthbearer.token.endpoint.url",
         "https.ca.location",
         "ssl.providers",
         "plugin.library.paths",
@@ -529,7 +525,7 @@ fn values_read_back_as_librdkafka_prints_them() {
             .value("builtin.features")
             .map(|v| v.to_string())
             .as_deref(),
-        Some("gzip,snappy,ssl,sasl,regex,lz4,sasl_plain,sasl_scram,zstd,sasl_oauthbearer")
+        Some("gzip,snappy,ssl,sasl,regex,lz4,sasl_plain,sasl_scram,zstd,sasl_oauthbearer,oidc")
     );
     assert_eq!(producer.value("dr_cb"), None);
     assert_eq!(producer.value("nope"), None);

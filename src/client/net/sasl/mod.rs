@@ -19,6 +19,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
 pub use oauthbearer::unsecured_jwt_provider;
+#[cfg(fuzzing)]
+pub(crate) use oauthbearer::unsecured_token_now;
 
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
@@ -149,7 +151,10 @@ pub(super) async fn authenticate(
                 .token_provider
                 .as_ref()
                 .ok_or_else(|| refused(link, "OAUTHBEARER needs a token provider"))?;
-            let token = provider().map_err(|e| refused(link, format!("no token: {e}")))?;
+            let token = provider
+                .token()
+                .await
+                .map_err(|e| refused(link, format!("no OAUTHBEARER token: {e}")))?;
             let answer = step(link, version, timeout, oauthbearer::message(&token)).await?;
             check(link, &answer)?;
             if !answer.auth_bytes.is_empty() {

@@ -133,9 +133,15 @@ fn unsecured_token(spec: &UnsecuredSpec, now: SystemTime) -> OAuthToken {
 /// Such tokens are unsigned: only for brokers with Kafka's unsecured validator.
 pub fn unsecured_jwt_provider(config: &str) -> Result<TokenProvider, String> {
     let spec = parse_spec(config)?;
-    Ok(std::sync::Arc::new(move || {
+    Ok(TokenProvider::from_fn(move || {
         Ok(unsecured_token(&spec, SystemTime::now()))
     }))
+}
+
+/// The unsecured token `config` gives now, for the fuzz target (which has no runtime).
+#[cfg(fuzzing)]
+pub(crate) fn unsecured_token_now(config: &str) -> Result<OAuthToken, String> {
+    parse_spec(config).map(|spec| unsecured_token(&spec, SystemTime::now()))
 }
 
 #[cfg(test)]
