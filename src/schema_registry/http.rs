@@ -5,6 +5,7 @@
 
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -22,6 +23,11 @@ pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_BODY: usize = 16 * 1024 * 1024;
 
 const MEDIA_TYPE: &str = "application/vnd.schemaregistry.v1+json";
+
+/// The registry's error code for a subject it does not have.
+const SUBJECT_NOT_FOUND: i64 = 40401;
+/// The registry's error code for a version it does not have.
+const VERSION_NOT_FOUND: i64 = 40402;
 
 /// Credentials sent with every request.
 #[derive(Clone, Default)]
@@ -76,10 +82,15 @@ impl HttpSettings {
 /// registry's `basic_auth`, `bearer_token` and `request_timeout`; it has no public
 /// constructor. Endpoints used: `GET /schemas/ids/{id}`, `GET /subjects/{s}/versions/latest`,
 /// `POST /subjects/{s}/versions`, `POST /subjects/{s}` and
-/// `POST /compatibility/subjects/{s}/versions?verbose=true`.
+/// `POST /compatibility/subjects/{s}/versions?verbose=true` (where a registry lacks that one,
+/// as Karapace does, `.../versions/latest?verbose=true`, which those registries judge against
+/// every version the level names).
 pub struct HttpRegistryClient {
     settings: HttpSettings,
     http: Result<reqwest::Client, Arc<str>>,
+    /// Set once the registry answered the level-wide compatibility check with a 404 that is not
+    /// its own error (no such endpoint): later checks go to `versions/latest` directly.
+    compatibility_latest: AtomicBool,
 }
 
 impl fmt::Debug for HttpRegistryClient {
@@ -156,6 +167,13 @@ impl Answer {
         })
     }
 
+    /// The registry's own error code, when the body is one of its errors.
+    fn error_code(&self) -> Option<i64> {
+        serde_json::from_slice::<Refusal>(&self.body)
+            .ok()
+            .and_then(|d| d.error_code)
+    }
+
     /// The registry's refusal as an error naming the request.
     fn refused(&self, path: &str) -> KafkaError {
         let detail = serde_json::from_slice::<Refusal>(&self.body).ok();
@@ -185,7 +203,11 @@ impl HttpRegistryClient {
                     .map_err(|e| e.to_string())
             })
             .map_err(Arc::from);
-        Self { settings, http }
+        Self {
+            settings,
+            http,
+            compatibility_latest: AtomicBool::new(false),
+        }
     }
 
     /// Sends one request and reads its answer, within the request timeout.
@@ -353,15 +375,30 @@ impl RegistryClient for HttpRegistryClient {
         schema_type: SchemaType,
         definition: String,
     ) -> BoxFuture<'_, Result<Option<bool>, KafkaError>> {
-        let path = format!(
-            "/compatibility/subjects/{}/versions?verbose=true",
-            segment(subject)
-        );
+        let versions = format!("/compatibility/subjects/{}/versions", segment(subject));
         let subject = subject.to_owned();
         Box::pin(async move {
-            let answer = self.post_schema(&path, schema_type, definition).await?;
+            let mut path = if self.compatibility_latest.load(Ordering::Relaxed) {
+                format!("{versions}/latest?verbose=true")
+            } else {
+                format!("{versions}?verbose=true")
+            };
+            let mut answer = self
+                .post_schema(&path, schema_type, definition.clone())
+                .await?;
+            if answer.status == StatusCode::NOT_FOUND && answer.error_code().is_none() {
+                // Not the registry refusing: a registry without the level-wide endpoint.
+                self.compatibility_latest.store(true, Ordering::Relaxed);
+                path = format!("{versions}/latest?verbose=true");
+                answer = self.post_schema(&path, schema_type, definition).await?;
+            }
             if answer.status == StatusCode::NOT_FOUND {
-                return Ok(None);
+                // Subject not found (40401), or no version to compare with (40402: Karapace's
+                // answer for a subject it has never seen): nothing to be compatible with.
+                return match answer.error_code() {
+                    Some(SUBJECT_NOT_FOUND | VERSION_NOT_FOUND) => Ok(None),
+                    _ => Err(answer.refused(&path)),
+                };
             }
             if !answer.status.is_success() {
                 return Err(answer.refused(&path));

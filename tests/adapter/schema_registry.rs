@@ -204,6 +204,32 @@ async fn compatibility_follows_the_subject_level() {
     );
 }
 
+/// A registry without the level-wide check (Karapace answers it with a bare 404) is asked at
+/// `versions/latest`, once it is known from then on; that 404 is not "the subject is new",
+/// which would let connect's compatibility check pass anything.
+#[tokio::test]
+async fn a_registry_without_the_level_wide_check_is_asked_at_latest() {
+    let double = RegistryDouble::start().await;
+    double.drop_level_wide_check();
+    let registry = SchemaRegistry::new(double.url());
+    let v2 = serde_json::to_string(&BookingV2::get_schema()).unwrap();
+    let check = |text: String| registry.is_compatible("rooms-value", SchemaType::Avro, text);
+    assert_eq!(check(v2).await.unwrap(), None, "no subject yet");
+    registry
+        .register_avro::<BookingV2>("rooms-value")
+        .await
+        .unwrap();
+    assert_eq!(check(booking_schema()).await.unwrap(), Some(true));
+    let needy = serde_json::to_string(&Needy::get_schema()).unwrap();
+    check(needy).await.unwrap_err();
+    let path = "/compatibility/subjects/rooms-value/versions";
+    assert_eq!(double.count("POST", &format!("{path}?verbose=true")), 1);
+    assert_eq!(
+        double.count("POST", &format!("{path}/latest?verbose=true")),
+        3
+    );
+}
+
 #[tokio::test]
 async fn a_slow_registry_times_out_naming_the_request() {
     let double = RegistryDouble::start().await;

@@ -68,6 +68,8 @@ struct Book {
     level: Option<String>,
     seen: Vec<Seen>,
     delay: Duration,
+    /// The level-wide compatibility check answered with a bare 404, as Karapace does.
+    no_level_wide_check: bool,
 }
 
 /// The running double; dropping it leaves the server running until the runtime ends.
@@ -113,6 +115,12 @@ impl RegistryDouble {
     /// Delays every answer by `delay`.
     pub fn set_delay(&self, delay: Duration) {
         self.book.lock().unwrap().delay = delay;
+    }
+
+    /// Answers `POST /compatibility/subjects/{s}/versions` with a bare 404 from now on, as a
+    /// registry without that endpoint (Karapace) does; `.../versions/{v}` still answers.
+    pub fn drop_level_wide_check(&self) {
+        self.book.lock().unwrap().no_level_wide_check = true;
     }
 
     /// Registers directly (as another producer would), answering the id.
@@ -726,6 +734,9 @@ fn route(
             let (version, id) =
                 found.ok_or_else(|| refuse(StatusCode::NOT_FOUND, 40403, "Schema not found"))?;
             Ok(version_body(book, subject, version, id))
+        }
+        ("POST", ["compatibility", "subjects", _, "versions"]) if book.no_level_wide_check => {
+            Err((StatusCode::NOT_FOUND, json!("Not Found")))
         }
         ("POST", ["compatibility", "subjects", subject, "versions", ..]) => {
             let (kind, text) = schema_body(body)?;
