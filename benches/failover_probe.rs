@@ -8,7 +8,7 @@
 //! failover_probe probe    BOOTSTRAP TOPIC INTERVAL_MS KILL_COMMAND
 //! ```
 //!
-//! `probe` writes one record every INTERVAL_MS (acks=all, idempotent, `linger.ms` 5) and reads
+//! `probe` writes one record every `INTERVAL_MS` (acks=all, idempotent, `linger.ms` 5) and reads
 //! the partition from its end (assigned, no group); once both have run for two seconds it asks
 //! its own metadata for the leader, runs `KILL_COMMAND N` (`sh -c`, N the leader's node id)
 //! and counts from the moment that command returns. Records carry their sequence number, so
@@ -30,7 +30,7 @@ use tokio::time::Instant;
 
 /// How long each side runs before the kill, and how long it may take to recover.
 const WARM_UP: Duration = Duration::from_secs(2);
-const LIMIT: Duration = Duration::from_secs(120);
+const LIMIT: Duration = Duration::from_mins(2);
 
 /// When the leader died, and the first sequence number sent after it.
 #[derive(Clone, Copy)]
@@ -91,6 +91,88 @@ async fn wait_isr(client: &Client, topic: &str) -> Result<(), String> {
     }
 }
 
+/// Writes one record every `interval`, its sequence number as its value; notes the first
+/// acknowledgement of a record sent after the kill.
+fn spawn_writer(
+    producer: Producer,
+    topic: String,
+    interval: Duration,
+    seen: Shared,
+    next: Arc<AtomicU64>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let seq = next.fetch_add(1, Ordering::SeqCst);
+            let record =
+                ProducerRecord::new(topic.clone(), Bytes::from(seq.to_string())).partition(0);
+            let Ok(delivery) = producer.send(record).await else {
+                continue;
+            };
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                if delivery.await.is_err() {
+                    return;
+                }
+                let mut s = lock(&seen);
+                s.acked_at_warm_up = true;
+                if let Some(k) = s.kill
+                    && seq >= k.first_after
+                    && s.produced.is_none()
+                {
+                    s.produced = Some(k.at.elapsed());
+                }
+            });
+        }
+    })
+}
+
+/// Kills the partition's leader as the client's own metadata names it; returns its node id.
+async fn kill_leader(
+    client: &Client,
+    topic: &str,
+    kill: &str,
+    seen: &Shared,
+    next: &AtomicU64,
+) -> Result<i32, String> {
+    client
+        .refresh_metadata(&[topic])
+        .await
+        .map_err(|e| e.to_string())?;
+    let leader = client
+        .leader_of(topic, 0)
+        .await
+        .map_err(|e| e.to_string())?
+        .0;
+    let status = std::process::Command::new("sh")
+        .args(["-c", &format!("{kill} {leader}")])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("{kill}: {e}"))?;
+    let at = Instant::now();
+    if !status.success() {
+        return Err(format!("`{kill} {leader}` failed: {status}"));
+    }
+    lock(seen).kill = Some(Kill {
+        at,
+        first_after: next.load(Ordering::SeqCst),
+    });
+    Ok(leader)
+}
+
+/// Whether `records` hold one sent at or after sequence number `first`.
+fn any_after(records: &[ruststream_kafka::client::Record], first: u64) -> bool {
+    records.iter().any(|r| {
+        r.value
+            .as_deref()
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|seq| seq >= first)
+    })
+}
+
 async fn probe(
     client: &Client,
     topic: &str,
@@ -112,42 +194,13 @@ async fn probe(
         .map_err(|e| e.to_string())?;
     let seen: Shared = Arc::default();
     let next = Arc::new(AtomicU64::new(0));
-
-    let writer = {
-        let (producer, seen, next, topic) = (
-            producer.clone(),
-            seen.clone(),
-            next.clone(),
-            topic.to_owned(),
-        );
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(interval);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let seq = next.fetch_add(1, Ordering::SeqCst);
-                let record =
-                    ProducerRecord::new(topic.clone(), Bytes::from(seq.to_string())).partition(0);
-                let Ok(delivery) = producer.send(record).await else {
-                    continue;
-                };
-                let seen = seen.clone();
-                tokio::spawn(async move {
-                    if delivery.await.is_err() {
-                        return;
-                    }
-                    let mut s = lock(&seen);
-                    s.acked_at_warm_up = true;
-                    if let Some(k) = s.kill
-                        && seq >= k.first_after
-                        && s.produced.is_none()
-                    {
-                        s.produced = Some(k.at.elapsed());
-                    }
-                });
-            }
-        })
-    };
+    let writer = spawn_writer(
+        producer,
+        topic.to_owned(),
+        interval,
+        seen.clone(),
+        next.clone(),
+    );
 
     let started = Instant::now();
     let mut fetched = 0u64;
@@ -157,41 +210,23 @@ async fn probe(
             writer.abort();
             return Err(format!("leader={leader}: no recovery within {LIMIT:?}"));
         }
-        let warm = { lock(&seen).kill.is_none() };
-        if warm && started.elapsed() >= WARM_UP && fetched > 0 && lock(&seen).acked_at_warm_up {
-            client
-                .refresh_metadata(&[topic])
-                .await
-                .map_err(|e| e.to_string())?;
-            leader = client
-                .leader_of(topic, 0)
-                .await
-                .map_err(|e| e.to_string())?
-                .0;
-            let status = std::process::Command::new("sh")
-                .args(["-c", &format!("{kill} {leader}")])
-                .stdout(std::process::Stdio::null())
-                .status()
-                .map_err(|e| format!("{kill}: {e}"))?;
-            let at = Instant::now();
-            if !status.success() {
-                return Err(format!("`{kill} {leader}` failed: {status}"));
-            }
-            lock(&seen).kill = Some(Kill {
-                at,
-                first_after: next.load(Ordering::SeqCst),
-            });
-        }
-        {
+        let warm = {
             let s = lock(&seen);
-            if let (Some(p), Some(f)) = (s.produced, s.fetched) {
-                writer.abort();
-                return Ok(format!(
-                    "leader={leader} produce_ms={} fetch_ms={}",
-                    p.as_millis(),
-                    f.as_millis()
-                ));
-            }
+            s.kill.is_none() && s.acked_at_warm_up
+        };
+        if warm && started.elapsed() >= WARM_UP && fetched > 0 {
+            leader = kill_leader(client, topic, kill, &seen, &next).await?;
+        }
+        if let (Some(p), Some(f)) = {
+            let s = lock(&seen);
+            (s.produced, s.fetched)
+        } {
+            writer.abort();
+            return Ok(format!(
+                "leader={leader} produce_ms={} fetch_ms={}",
+                p.as_millis(),
+                f.as_millis()
+            ));
         }
         let event = match tokio::time::timeout(Duration::from_millis(100), consumer.poll()).await {
             Err(_) => continue,
@@ -203,13 +238,7 @@ async fn probe(
             let mut s = lock(&seen);
             if let Some(k) = s.kill
                 && s.fetched.is_none()
-                && batch.records.iter().any(|r| {
-                    r.value
-                        .as_deref()
-                        .and_then(|v| std::str::from_utf8(v).ok())
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .is_some_and(|seq| seq >= k.first_after)
-                })
+                && any_after(&batch.records, k.first_after)
             {
                 s.fetched = Some(k.at.elapsed());
             }

@@ -58,7 +58,7 @@ async fn learned(
     let client = Client::connect(config).await.expect("connects");
     assert_eq!(
         asked.take(),
-        [bootstrap.clone()],
+        vec![bootstrap.clone()],
         "bootstrapped at {bootstrap}"
     );
     assert_eq!(client.metadata().brokers.len(), 3);

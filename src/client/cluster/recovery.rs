@@ -128,7 +128,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_trigger_time_counts_from_the_first_round_after_an_answer() {
-        let r = Recovery::new(MetadataRecovery::Rebootstrap, Duration::from_secs(300));
+        let r = Recovery::new(MetadataRecovery::Rebootstrap, Duration::from_mins(5));
         assert!(!r.round_begins());
         tokio::time::advance(Duration::from_secs(299)).await;
         assert!(!r.round_begins());
@@ -146,14 +146,14 @@ mod tests {
         let r = Recovery::new(MetadataRecovery::None, Duration::ZERO);
         assert!(!r.round_begins());
         assert!(!r.request(format_args!("all brokers down")));
-        tokio::time::advance(Duration::from_secs(3600)).await;
+        tokio::time::advance(Duration::from_hours(1)).await;
         assert!(!r.round_begins());
         assert_eq!(r.count(), 0);
     }
 
     #[test]
     fn a_request_is_due_until_an_answer_names_brokers() {
-        let r = Recovery::new(MetadataRecovery::Rebootstrap, Duration::from_secs(300));
+        let r = Recovery::new(MetadataRecovery::Rebootstrap, Duration::from_mins(5));
         assert!(r.request(format_args!("REBOOTSTRAP_REQUIRED")));
         assert!(r.request(format_args!("again")));
         assert_eq!(r.count(), 1, "one rebootstrap while one is due");
