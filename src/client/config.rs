@@ -33,6 +33,12 @@ pub struct ClientConfig {
     pub retry_backoff_max: Duration,
     /// `topic.metadata.refresh.interval.ms`: periodic metadata refresh of known topics.
     pub metadata_refresh_interval: Duration,
+    /// `metadata.recovery.strategy`: whether the client asks its bootstrap servers again when
+    /// the brokers it learned of cannot give it metadata (KIP-899).
+    pub metadata_recovery: super::cluster::MetadataRecovery,
+    /// `metadata.recovery.rebootstrap.trigger.ms`: how long metadata may fail (from the first
+    /// request after the last answer) before the client bootstraps again.
+    pub rebootstrap_trigger: Duration,
     /// `receive.message.max.bytes`: the largest response frame accepted.
     pub max_response_size: usize,
     /// `allow.auto.create.topics`: whether metadata lookups may create missing topics (when
@@ -65,6 +71,8 @@ impl Default for ClientConfig {
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_secs(1),
             metadata_refresh_interval: Duration::from_mins(5),
+            metadata_recovery: super::cluster::MetadataRecovery::Rebootstrap,
+            rebootstrap_trigger: Duration::from_mins(5),
             max_response_size: 100_000_000,
             allow_auto_create_topics: true,
             security: SecurityConfig::default(),

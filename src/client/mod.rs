@@ -36,11 +36,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{MetadataRequest, TopicName};
+use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
 pub use admin::{Admin, GroupDescription, NewTopic, OffsetSpec};
-pub use cluster::{BrokerInfo, LeaderHint, Metadata, PartitionInfo, TopicInfo};
+pub use cluster::{BrokerInfo, LeaderHint, Metadata, MetadataRecovery, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub(crate) use config::{bootstrap_list_shown, without_userinfo};
 pub use consumer::{
@@ -102,6 +102,8 @@ struct Inner {
     metadata_generation: AtomicU64,
     // Serialises refreshes so that a burst of misses costs one request.
     refreshing: tokio::sync::Mutex<()>,
+    /// When the bootstrap servers are asked again (KIP-899).
+    recovery: cluster::Recovery,
     coordinators: coordinator::Coordinators,
     /// KIP-714 pushes, with `enable.metrics.push`.
     telemetry: Option<Arc<telemetry::Telemetry>>,
@@ -130,8 +132,9 @@ async fn refresh_periodically(inner: std::sync::Weak<Inner>) {
     }
 }
 
-/// Metadata request versions whose semantics the client implements.
-const METADATA_VERSIONS: VersionRange = VersionRange { min: 4, max: 12 };
+/// Metadata request versions whose semantics the client implements (13: the answer's own
+/// error code, `REBOOTSTRAP_REQUIRED` among them).
+const METADATA_VERSIONS: VersionRange = VersionRange { min: 4, max: 13 };
 
 impl Client {
     /// Connects to the cluster: dials the bootstrap servers until one answers a Metadata
@@ -175,6 +178,10 @@ impl Client {
                 metadata: RwLock::new(Metadata::default()),
                 metadata_generation: AtomicU64::new(0),
                 refreshing: tokio::sync::Mutex::new(()),
+                recovery: cluster::Recovery::new(
+                    config.metadata_recovery,
+                    config.rebootstrap_trigger,
+                ),
                 coordinators: coordinator::Coordinators::default(),
                 telemetry,
                 config,
@@ -246,7 +253,10 @@ impl Client {
 
     /// Asks the cluster about `topics` (only the brokers when empty) and updates the cache.
     ///
-    /// Tries each known broker, then each bootstrap server, until one answers.
+    /// Tries each known broker until one answers; the bootstrap servers before the first answer
+    /// and when `metadata.recovery.strategy=rebootstrap` sends the client back to them (every
+    /// known broker failed, no answer for `metadata.recovery.rebootstrap.trigger.ms`, or a
+    /// broker answered `REBOOTSTRAP_REQUIRED`).
     ///
     /// # Cancel safety
     ///
@@ -270,59 +280,124 @@ impl Client {
 
     async fn fetch_metadata(&self, topics: Option<&[&str]>, auto_create: bool) -> Result<()> {
         let _turn = self.inner.refreshing.lock().await;
+        let recovery = &self.inner.recovery;
+        let due = recovery.round_begins();
+        let (learned, bootstrap) = self.known_and_bootstrap();
+        let mut asked_bootstrap = learned.is_empty() || due;
+        // The bootstrap servers first when they are due: the learned brokers just failed, or
+        // one of them asked for it.
+        let mut queue: std::collections::VecDeque<(String, bool)> = if asked_bootstrap {
+            let learned = learned.iter().map(|a| (a.clone(), false));
+            bootstrap
+                .iter()
+                .map(|a| (a.clone(), true))
+                .chain(learned)
+                .collect()
+        } else {
+            learned.iter().map(|a| (a.clone(), false)).collect()
+        };
         let mut last_error = None;
-        for address in self.candidate_addresses() {
-            let conn = match self.inner.connections.get(&address).await {
-                Ok(c) => c,
+        let mut learned_failed = 0;
+        while let Some((address, from_bootstrap)) = queue.pop_front() {
+            let answer = match self.ask_metadata(&address, topics, auto_create).await {
+                Ok(answer) => answer,
                 Err(e) => {
                     last_error = Some(e);
+                    if !from_bootstrap {
+                        learned_failed += 1;
+                    }
+                    // Every broker it knows failed in this round: librdkafka's "all brokers
+                    // down", which sends it back to its bootstrap servers.
+                    if !asked_bootstrap
+                        && learned_failed == learned.len()
+                        && recovery.request(format_args!(
+                            "all {} known brokers failed; the last: {address}",
+                            learned.len()
+                        ))
+                    {
+                        asked_bootstrap = true;
+                        queue.extend(bootstrap.iter().map(|a| (a.clone(), true)));
+                    }
                     continue;
                 }
             };
-            let version = conn.version_of::<MetadataRequest>(METADATA_VERSIONS)?;
-            let request = MetadataRequest::default()
-                .with_topics(topics.map(|names| {
-                    names
-                        .iter()
-                        .map(|n| {
-                            MetadataRequestTopic::default()
-                                .with_name(Some(TopicName(StrBytes::from_string((*n).to_owned()))))
-                        })
-                        .collect()
-                }))
-                .with_allow_auto_topic_creation(auto_create);
-            match conn
-                .send(&request, version, self.inner.config.socket_timeout)
-                .await
-            {
-                Ok(response) => {
-                    let mut cache = self
-                        .inner
-                        .metadata
-                        .write()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    let merged = cache.merge(response, topics.is_none());
-                    self.inner
-                        .metadata_generation
-                        .fetch_add(1, Ordering::Release);
-                    return merged;
+            if let Some(code) = ResponseError::try_from_code(answer.error_code) {
+                last_error = Some(Error::Broker {
+                    code,
+                    context: format!("metadata from {address}"),
+                });
+                if code == ResponseError::RebootstrapRequired
+                    && recovery.request(format_args!("{address} answered REBOOTSTRAP_REQUIRED"))
+                    && !asked_bootstrap
+                {
+                    asked_bootstrap = true;
+                    // Before the other learned brokers, which are likely to say the same.
+                    for a in bootstrap.iter().rev() {
+                        queue.push_front((a.clone(), true));
+                    }
                 }
-                Err(e) => last_error = Some(e),
+                continue;
             }
+            recovery.answered(!answer.brokers.is_empty());
+            let mut cache = self
+                .inner
+                .metadata
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let merged = cache.merge(answer, topics.is_none());
+            self.inner
+                .metadata_generation
+                .fetch_add(1, Ordering::Release);
+            return merged;
         }
         Err(last_error.unwrap_or_else(|| Error::Closed("no broker to ask for metadata".into())))
     }
 
-    fn candidate_addresses(&self) -> Vec<String> {
+    /// One Metadata request to `address`.
+    async fn ask_metadata(
+        &self,
+        address: &str,
+        topics: Option<&[&str]>,
+        auto_create: bool,
+    ) -> Result<MetadataResponse> {
+        let conn = self.inner.connections.get(address).await?;
+        let version = conn.version_of::<MetadataRequest>(METADATA_VERSIONS)?;
+        let request = MetadataRequest::default()
+            .with_topics(topics.map(|names| {
+                names
+                    .iter()
+                    .map(|n| {
+                        MetadataRequestTopic::default()
+                            .with_name(Some(TopicName(StrBytes::from_string((*n).to_owned()))))
+                    })
+                    .collect()
+            }))
+            .with_allow_auto_topic_creation(auto_create);
+        conn.send(&request, version, self.inner.config.socket_timeout)
+            .await
+    }
+
+    /// The learned brokers' addresses (shuffled) and the bootstrap servers that are not
+    /// among them.
+    fn known_and_bootstrap(&self) -> (Vec<String>, Vec<String>) {
         let mut known: Vec<String> =
             self.with_metadata(|m| m.brokers.values().map(BrokerInfo::address).collect());
         fastrand::shuffle(&mut known);
-        for b in &self.inner.config.bootstrap_servers {
-            if !known.contains(b) {
-                known.push(b.clone());
-            }
-        }
-        known
+        let bootstrap = self
+            .inner
+            .config
+            .bootstrap_servers
+            .iter()
+            .filter(|b| !known.contains(b))
+            .cloned()
+            .collect();
+        (known, bootstrap)
+    }
+
+    /// How many times this client has begun to bootstrap again (KIP-899).
+    #[must_use]
+    pub fn rebootstraps(&self) -> u64 {
+        self.inner.recovery.count()
     }
 
     /// The connection to broker `node`.
@@ -368,11 +443,27 @@ impl Client {
     /// Cancel safe: a dropped dial leaves no connection and arms no backoff; the next call dials
     /// again.
     pub async fn any_connection(&self) -> Result<Arc<Connection>> {
+        let (learned, bootstrap) = self.known_and_bootstrap();
         let mut last_error = None;
-        for address in self.candidate_addresses() {
-            match self.inner.connections.get(&address).await {
+        for address in &learned {
+            match self.inner.connections.get(address).await {
                 Ok(c) => return Ok(c),
                 Err(e) => last_error = Some(e),
+            }
+        }
+        // No learned broker answers: the bootstrap servers, before the first metadata answer
+        // or when the recovery strategy allows it.
+        if learned.is_empty()
+            || self.inner.recovery.request(format_args!(
+                "none of {} known brokers reachable",
+                learned.len()
+            ))
+        {
+            for address in &bootstrap {
+                match self.inner.connections.get(address).await {
+                    Ok(c) => return Ok(c),
+                    Err(e) => last_error = Some(e),
+                }
             }
         }
         Err(last_error.unwrap_or_else(|| Error::Closed("no broker reachable".into())))

@@ -25,8 +25,9 @@ use std::time::Duration;
 
 use crate::client::{
     Acks, CaSource, ClientConfig, ClientRole, Codec, ConsumerConfig, GroupProtocol, IsolationLevel,
-    Keystore, OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig, SaslMechanism, Secret,
-    SecurityConfig, SecurityProtocol, TlsConfig, TokenProvider, unsecured_jwt_provider,
+    Keystore, MetadataRecovery, OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig,
+    SaslMechanism, Secret, SecurityConfig, SecurityProtocol, TlsConfig, TokenProvider,
+    unsecured_jwt_provider,
     without_userinfo,
 };
 
@@ -38,7 +39,7 @@ use super::table::id;
 /// configurations read (`transactional.id` and `transaction.timeout.ms` included) and
 /// `builtin.features` (a check only). By this crate's names, `topic.` for the topic
 /// property whose name a global one has too.
-pub const ACTED_ON: [&str; 83] = [
+pub const ACTED_ON: [&str; 85] = [
     // ClientConfig
     "bootstrap.servers",
     "client.id",
@@ -49,6 +50,8 @@ pub const ACTED_ON: [&str; 83] = [
     "retry.backoff.ms",
     "retry.backoff.max.ms",
     "topic.metadata.refresh.interval.ms",
+    "metadata.recovery.strategy",
+    "metadata.recovery.rebootstrap.trigger.ms",
     "receive.message.max.bytes",
     "allow.auto.create.topics",
     "statistics.interval.ms",
@@ -159,6 +162,11 @@ pub(super) fn client_config(s: &Settings) -> ClientConfig {
         } else {
             Duration::ZERO
         },
+        metadata_recovery: MetadataRecovery::from_name(
+            s.enum_meaning(id::METADATA_RECOVERY_STRATEGY),
+        )
+        .unwrap_or_default(),
+        rebootstrap_trigger: millis(s.int(id::METADATA_RECOVERY_REBOOTSTRAP_TRIGGER_MS)),
         max_response_size: size(s.int(id::RECEIVE_MESSAGE_MAX_BYTES)),
         allow_auto_create_topics: s.bool(id::ALLOW_AUTO_CREATE_TOPICS),
         security: security_config(s),

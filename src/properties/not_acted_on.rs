@@ -23,7 +23,8 @@ use super::validate::resolve;
 /// - Socket and connection tuning (`socket.*`, `broker.address.*`, `connections.max.idle.ms`,
 ///   `client.dns.lookup`, `enable.sparse.connections`): the client keeps one lazily dialled
 ///   connection per broker with `TCP_NODELAY`, system buffer sizes and no keep-alive.
-/// - Metadata tuning (`metadata.*`, `topic.metadata.refresh.fast.*`, `...sparse`,
+/// - Metadata tuning (`metadata.request.timeout.ms`, `metadata.max.age.ms`,
+///   `topic.metadata.refresh.fast.*`, `...sparse`,
 ///   `...propagation.max.ms`, `topic.blacklist`): the client refreshes the topics it uses.
 /// - Logging (`debug`, `log*`, `enabled_events`): the client logs through `tracing`
 ///   (`statistics.interval.ms` is acted on: an INFO line of statistics every interval).
@@ -32,7 +33,7 @@ use super::validate::resolve;
 ///   `queue.buffering.backpressure.threshold`, `delivery.report.only.error`, `queuing.strategy`,
 ///   `fetch.queue.backoff.ms`, `enable.partition.eof`, `coordinator.query.interval.ms`,
 ///   `group.protocol.type`.
-pub const NOT_ACTED_ON: [&str; 71] = [
+pub const NOT_ACTED_ON: [&str; 69] = [
     "sasl.oauthbearer.assertion.algorithm",
     "sasl.oauthbearer.assertion.private.key.file",
     "sasl.oauthbearer.assertion.private.key.passphrase",
@@ -48,8 +49,6 @@ pub const NOT_ACTED_ON: [&str; 71] = [
     "client.software.name",
     "client.software.version",
     "message.copy.max.bytes",
-    "metadata.recovery.strategy",
-    "metadata.recovery.rebootstrap.trigger.ms",
     "metadata.request.timeout.ms",
     "metadata.max.age.ms",
     "topic.metadata.refresh.fast.interval.ms",

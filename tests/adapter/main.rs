@@ -23,6 +23,7 @@ mod delivery;
 mod embedded_faults;
 mod embedded_listen;
 mod embedded_promises;
+mod embedded_rebootstrap;
 mod embedded_transactions;
 mod embedded_wire_versions;
 mod eos;

@@ -1,8 +1,12 @@
-//! What the client knows of the cluster: brokers, their connections, topics and leaders.
+//! What the client knows of the cluster: brokers, their connections, topics and leaders, and
+//! when it goes back to its bootstrap servers.
 
 mod connections;
 mod metadata;
+mod recovery;
 
 pub use connections::{Connections, SHARED_LANE};
 pub(crate) use metadata::uuid_bytes::{NIL as NIL_TOPIC_ID, Uuid as TopicId};
 pub use metadata::{BrokerInfo, LeaderHint, Metadata, PartitionInfo, TopicInfo};
+pub use recovery::MetadataRecovery;
+pub(crate) use recovery::Recovery;

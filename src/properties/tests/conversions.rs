@@ -80,6 +80,28 @@ fn client_config_fields() {
 }
 
 #[test]
+fn metadata_recovery_is_read_with_librdkafkas_default() {
+    let default = props(&[]).producer().expect("accepted").client_config();
+    assert_eq!(
+        default.metadata_recovery,
+        crate::client::MetadataRecovery::Rebootstrap
+    );
+    assert_eq!(default.rebootstrap_trigger, Duration::from_mins(5));
+    let none = props(&[
+        ("metadata.recovery.strategy", "none"),
+        ("metadata.recovery.rebootstrap.trigger.ms", "2500"),
+    ])
+    .consumer()
+    .expect("accepted")
+    .client_config();
+    assert_eq!(
+        none.metadata_recovery,
+        crate::client::MetadataRecovery::None
+    );
+    assert_eq!(none.rebootstrap_trigger, Duration::from_millis(2500));
+}
+
+#[test]
 fn metrics_push_can_be_turned_off_and_names_the_clients_kind() {
     let off = [("enable.metrics.push", "false")];
     let producer = props(&off).producer().expect("accepted").client_config();

@@ -15,7 +15,7 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 8),
-    (ApiKey::Metadata, 4, 12),
+    (ApiKey::Metadata, 4, 13),
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 7),
     // The group APIs from v0, as Kafka 4 advertises them: librdkafka (kcat) turns its

@@ -361,9 +361,18 @@ fn delete_topics(request: &DeleteTopicsRequest, code: i16) -> DeleteTopicsRespon
     DeleteTopicsResponse::default().with_responses(by_name.chain(by_state).collect())
 }
 
+/// `REBOOTSTRAP_REQUIRED`, which a broker sends as the whole answer's code (KIP-1102).
+const REBOOTSTRAP_REQUIRED: i16 = 129;
+
 /// Every topic asked about (all known ones for a request of all topics) carries the code; the
-/// brokers are listed so the client can still reach the cluster.
+/// brokers are listed so the client can still reach the cluster. `REBOOTSTRAP_REQUIRED` is the
+/// answer's own code from version 13 on, with no topic, as a broker sends it.
 fn metadata(cx: &Cx<'_>, request: &MetadataRequest, code: i16) -> MetadataResponse {
+    if code == REBOOTSTRAP_REQUIRED && cx.version >= 13 {
+        return MetadataResponse::default()
+            .with_controller_id(BrokerId(-1))
+            .with_error_code(code);
+    }
     let brokers = cx
         .cluster
         .node_ids()
