@@ -201,6 +201,12 @@ fn security_config(s: &Settings) -> SecurityConfig {
                 s.str(id::SASL_USERNAME).unwrap_or_default(),
                 s.str(id::SASL_PASSWORD).unwrap_or_default(),
             );
+            if mechanism == SaslMechanism::AwsMskIam {
+                // The AWS SDKs' chain over this process's environment, read once per client.
+                sasl.aws_credentials = Some(std::sync::Arc::new(
+                    crate::client::AwsCredentialChain::from_environment(),
+                ));
+            }
             if mechanism == SaslMechanism::OAuthBearer
                 && s.bool(id::ENABLE_SASL_OAUTHBEARER_UNSECURE_JWT)
             {

@@ -29,6 +29,7 @@ mod in_process;
 mod in_process_handover;
 mod in_process_smoke;
 mod lifecycle;
+mod msk_iam;
 mod positions;
 mod prelude;
 mod publishing;
