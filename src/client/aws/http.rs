@@ -218,6 +218,20 @@ fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
+/// The fuzz target `sasl` (odd selector, bit 1 set): an HTTP answer as the credential sources
+/// read it, its body as IMDS's JSON and STS's XML.
+#[cfg(fuzzing)]
+impl crate::fuzzing::Entry for crate::fuzzing::AwsHttp {
+    fn run(data: &[u8]) {
+        if let Ok(answer) = parse(data) {
+            let _ = super::json::parse_flat_object(&answer.body);
+            if let Ok(text) = std::str::from_utf8(&answer.body) {
+                let _ = super::sources::xml_text(text, "SessionToken");
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

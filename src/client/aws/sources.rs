@@ -342,7 +342,7 @@ async fn web_identity(env: &Environment) -> Result<Option<AwsCredentials>, Strin
 }
 
 /// The text of the first `<tag>...</tag>` in `xml`, entities decoded.
-fn xml_text(xml: &str, tag: &str) -> Option<String> {
+pub(super) fn xml_text(xml: &str, tag: &str) -> Option<String> {
     let open = format!("<{tag}>");
     let close = format!("</{tag}>");
     let start = xml.find(&open)? + open.len();

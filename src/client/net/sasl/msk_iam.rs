@@ -97,6 +97,14 @@ pub(super) fn read_answer(bytes: &[u8]) -> Result<String, String> {
         .ok_or_else(|| "the broker's AWS_MSK_IAM answer has no request-id".to_owned())
 }
 
+/// The fuzz target `sasl` (odd selector, bit 1 set): the broker's answer as the client reads it.
+#[cfg(fuzzing)]
+impl crate::fuzzing::Entry for crate::fuzzing::SaslMskIam {
+    fn run(data: &[u8]) {
+        let _ = read_answer(data);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
