@@ -397,3 +397,23 @@ async fn msk_iam_expired_or_foreign_credentials_are_refused_with_a_clear_error()
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn msk_iam_listener_serves_nothing_before_authentication() {
+    let authority = Arc::new(MskIamAuthority::new(REGION));
+    let (_cluster, bootstrap) = cluster(authority.clone()).await;
+    // A plaintext client: its Metadata comes before any SASL, and the broker closes on it.
+    let mut plain = ClientConfig::new(&bootstrap);
+    plain.connect_timeout = Duration::from_secs(2);
+    plain.socket_timeout = Duration::from_secs(2);
+    let outcome = match Client::connect(plain).await {
+        Ok(client) => {
+            let refreshed = client.refresh_metadata(&[]).await;
+            client.close();
+            refreshed
+        }
+        Err(e) => Err(e),
+    };
+    assert!(outcome.is_err(), "served without authentication");
+    assert_eq!(authority.accepted(), 0);
+}
