@@ -1152,3 +1152,280 @@ async fn deliver(producer: &Producer, topic: &str, value: &str, limit: Duration)
         Err(elapsed) => panic!("{value}: no answer in {limit:?} ({elapsed})"),
     }
 }
+
+/// Counts the Metadata requests a client sent and the Produce retries and writes it made.
+#[derive(Default)]
+struct Requests {
+    metadata: AtomicUsize,
+    retries: AtomicUsize,
+    written_to: std::sync::Mutex<Vec<i32>>,
+}
+
+impl Observer for Requests {
+    fn interest(&self) -> Interest {
+        Interest::REQUESTS | Interest::PRODUCE
+    }
+
+    fn on_event(&self, event: &Event<'_>) {
+        match *event {
+            Event::Request { api_key: 3, .. } => {
+                self.metadata.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::ProduceRetry { .. } => {
+                self.retries.fetch_add(1, Ordering::Relaxed);
+            }
+            Event::BatchWritten { node, .. } => self
+                .written_to
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(node),
+            _ => {}
+        }
+    }
+}
+
+/// KIP-951: a partition's leadership moves while every broker stays up (replicas reordered,
+/// then a preferred leader election, by the Java admin client). The old leader answers the
+/// next Produce with `NOT_LEADER_OR_FOLLOWER` and names the new leader; the producer sends
+/// there at once, without asking anyone for metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_leader_named_by_the_answer_is_used_without_a_metadata_refresh() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let seen = Arc::new(Requests::default());
+    let client = observed_client(Observers::new().with(seen.clone())).await;
+    let (topic, producer) = replicated_topic_with_a_record(&client, "kip951").await;
+    let (old, target) = leader_and_another_replica(&client, &topic);
+    move_leader(&topic, target).await;
+    let metadata_before = seen.metadata.load(Ordering::Relaxed);
+    let retries_before = seen.retries.load(Ordering::Relaxed);
+    if let Err(e) = send(&producer, &topic, 1).await.await {
+        panic!("the record after the move: {e}");
+    }
+    let retries = seen.retries.load(Ordering::Relaxed) - retries_before;
+    let metadata = seen.metadata.load(Ordering::Relaxed) - metadata_before;
+    let last = seen
+        .written_to
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .last()
+        .copied();
+    assert!(
+        retries >= 1,
+        "the old leader ({old}) never refused the record"
+    );
+    assert_eq!(last, Some(target), "written to the new leader");
+    assert_eq!(
+        metadata, 0,
+        "the producer asked for metadata though the answer named the new leader"
+    );
+}
+
+/// KIP-951 for a consumer: the leadership of the partition it reads moves while every broker
+/// stays up; the old leader answers its Fetch with `NOT_LEADER_OR_FOLLOWER` and names the new
+/// leader, and the consumer reads on from there without asking anyone for metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_follows_a_moved_leader_named_by_the_answer_without_a_metadata_refresh() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let seen = Arc::new(Requests::default());
+    let reader = observed_client(Observers::new().with(seen.clone())).await;
+    let client = client().await;
+    let (topic, producer) = replicated_topic_with_a_record(&client, "kip951-fetch").await;
+    let mut consumer = match Consumer::new(reader.clone(), ConsumerConfig::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("consumer: {e}"),
+    };
+    let tp = ruststream_kafka::client::TopicPartition::new(&*topic, 0);
+    if let Err(e) = consumer.assign(&[(tp, ruststream_kafka::client::StartAt::Earliest)]) {
+        panic!("assign: {e}");
+    }
+    assert_eq!(next_values(&mut consumer, 1).await, ["0"]);
+    let (_, target) = leader_and_another_replica(&reader, &topic);
+    let metadata_before = seen.metadata.load(Ordering::Relaxed);
+    move_leader(&topic, target).await;
+    if let Err(e) = send(&producer, &topic, 1).await.await {
+        panic!("the record after the move: {e}");
+    }
+    assert_eq!(next_values(&mut consumer, 1).await, ["1"]);
+    assert_eq!(
+        reader
+            .with_metadata(|m| m.leader(&topic, 0))
+            .map(|(n, _)| n),
+        Some(target)
+    );
+    assert_eq!(
+        seen.metadata.load(Ordering::Relaxed) - metadata_before,
+        0,
+        "the consumer asked for metadata though the answer named the new leader"
+    );
+}
+
+/// A new topic of one partition on all three brokers, with a producer that wrote record 0.
+async fn replicated_topic_with_a_record(client: &Client, prefix: &str) -> (String, Producer) {
+    all_three_brokers(client).await;
+    let topic = unique_topic(prefix);
+    create_topic(client, &topic, 1).await;
+    wait_until_fully_replicated(client, &[&topic], Duration::from_mins(1)).await;
+    let producer = match Producer::new(client.clone(), ProducerConfig::default()) {
+        Ok(p) => p,
+        Err(e) => panic!("producer: {e}"),
+    };
+    if let Err(e) = send(&producer, &topic, 0).await.await {
+        panic!("the first record: {e}");
+    }
+    (topic, producer)
+}
+
+/// The leader of partition 0 of `topic` as `client` knows it, and another of its replicas.
+fn leader_and_another_replica(client: &Client, topic: &str) -> (i32, i32) {
+    let (leader, replicas) = client.with_metadata(|m| {
+        let leader = m.leader(topic, 0).map(|(node, _)| node);
+        let replicas = m
+            .topics
+            .get(topic)
+            .map(|t| t.partitions[0].replicas.clone());
+        (leader, replicas.unwrap_or_default())
+    });
+    let Some(leader) = leader else {
+        panic!("{topic}-0 has no leader");
+    };
+    let Some(&other) = replicas.iter().find(|&&n| n != leader) else {
+        panic!("{topic}-0 has no other replica: {replicas:?}");
+    };
+    (leader, other)
+}
+
+/// Moves the leadership of partition 0 of `topic` to `node` with the Java admin client.
+async fn move_leader(topic: &str, node: i32) {
+    let args = [
+        "move-leader".to_owned(),
+        protocol_tests::bootstrap(),
+        topic.to_owned(),
+        "0".to_owned(),
+        node.to_string(),
+    ];
+    let moved = tokio::task::spawn_blocking(move || {
+        protocol_tests::java_interop(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await;
+    match moved {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "moving the leader: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => panic!("moving the leader: {e}"),
+    }
+}
+
+/// The values of the next `n` records the consumer hands out (within 30 s).
+async fn next_values(consumer: &mut Consumer, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while out.len() < n {
+        let event = match tokio::time::timeout_at(deadline, consumer.poll()).await {
+            Ok(Ok(event)) => event,
+            Ok(Err(e)) => panic!("poll: {e}"),
+            Err(elapsed) => panic!("no record within 30 s ({elapsed}); got {out:?}"),
+        };
+        if let ConsumerEvent::Records(batch) = event {
+            for r in batch.records {
+                out.push(
+                    String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Counts, per broker, the records fetch answers held.
+#[derive(Default)]
+struct FetchedFrom(std::sync::Mutex<std::collections::BTreeMap<i32, usize>>);
+
+impl Observer for FetchedFrom {
+    fn interest(&self) -> Interest {
+        Interest::FETCH
+    }
+
+    fn on_event(&self, event: &Event<'_>) {
+        if let Event::Fetched { node, records, .. } = *event {
+            *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(node)
+                .or_default() += records;
+        }
+    }
+}
+
+impl FetchedFrom {
+    fn take(&self) -> std::collections::BTreeMap<i32, usize> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+}
+
+/// KIP-392: a consumer whose `client.rack` is a follower's rack (`scripts/kafka` puts node N
+/// in `rack-N`, with Kafka's rack-aware replica selector) reads from that follower, as the
+/// leader tells it to; when that follower dies, it reads on from the leader, losing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_with_a_client_rack_fetches_from_the_replica_in_its_rack() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let fetched = Arc::new(FetchedFrom::default());
+    let reader = observed_client(Observers::new().with(fetched.clone())).await;
+    let client = client().await;
+    let (topic, producer) = replicated_topic_with_a_record(&client, "kip392").await;
+    let (leader, follower) = leader_and_another_replica(&client, &topic);
+    let config = ConsumerConfig {
+        client_rack: Some(format!("rack-{follower}")),
+        ..ConsumerConfig::default()
+    };
+    let mut consumer = match Consumer::new(reader.clone(), config) {
+        Ok(c) => c,
+        Err(e) => panic!("consumer: {e}"),
+    };
+    let tp = ruststream_kafka::client::TopicPartition::new(&*topic, 0);
+    if let Err(e) = consumer.assign(&[(tp, ruststream_kafka::client::StartAt::Earliest)]) {
+        panic!("assign: {e}");
+    }
+    assert_eq!(
+        send_range(&producer, &topic, 1..50).await,
+        0,
+        "records failed"
+    );
+    let expected: Vec<String> = (0..50).map(|i| i.to_string()).collect();
+    assert_eq!(next_values(&mut consumer, 50).await, expected);
+    let from = fetched.take();
+    assert_eq!(
+        from.iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(node, _)| *node)
+            .collect::<Vec<_>>(),
+        [follower],
+        "records came from {from:?}; the leader is {leader}"
+    );
+
+    // The follower dies: the consumer goes back to the leader.
+    let id = follower.to_string();
+    if let Err(e) = tokio::task::spawn_blocking(move || kafka_script(&["kill", &id])).await {
+        panic!("kill: {e}");
+    }
+    assert_eq!(
+        send_range(&producer, &topic, 50..80).await,
+        0,
+        "records failed"
+    );
+    let expected: Vec<String> = (50..80).map(|i| i.to_string()).collect();
+    assert_eq!(next_values(&mut consumer, 30).await, expected);
+    let from = fetched.take();
+    assert!(
+        from.get(&leader).copied().unwrap_or(0) > 0,
+        "after the follower died, records came from {from:?}; the leader is {leader}"
+    );
+    all_three_brokers(&client).await;
+}

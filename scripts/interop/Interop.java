@@ -27,6 +27,12 @@
 //       key/value in lower-case hex or "-" for null; headers "name=hexvalue" joined by "," ("name=-"
 //       for a null value; empty field when there are none). Exits 1 on timeout (after printing what it got).
 //
+//   move-leader <bootstrap> <topic> <partition> <node>
+//       Moves the partition's leadership to <node> (a replica of it) while every broker stays up:
+//       the replica list is reordered with <node> first (alterPartitionReassignments), then a
+//       preferred leader election runs (electLeaders). Waits until the topic's description names
+//       <node> as leader. Prints "moved <topic>-<partition> to <node>".
+//
 // Options (anywhere on the line): client properties for SASL/SSL etc.; they override the settings
 // above (e.g. --prop isolation.level=read_uncommitted).
 //   --command-config <file>   Java properties file (e.g. $KAFKA_WORK/tls/client-ssl.properties)
@@ -124,6 +130,10 @@ public class Interop {
                     rc = consume(args.get(1), args.get(2), Integer.parseInt(args.get(3)),
                             args.size() == 5 ? Long.parseLong(args.get(4)) : 30000L);
                     break;
+                case "move-leader":
+                    if (args.size() != 5) usage("move-leader <bootstrap> <topic> <partition> <node>");
+                    rc = moveLeader(args.get(1), args.get(2), Integer.parseInt(args.get(3)), Integer.parseInt(args.get(4)));
+                    break;
                 default:
                     usage("unknown command '" + cmd + "'");
                     return;
@@ -188,6 +198,51 @@ public class Interop {
                 Thread.sleep(100);
             }
             System.out.println(what + " " + topic);
+            return 0;
+        }
+    }
+
+    static int moveLeader(String bootstrap, String topic, int partition, int node) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "30000");
+        finish(p, bootstrap);
+        TopicPartition tp = new TopicPartition(topic, partition);
+        try (Admin admin = Admin.create(p)) {
+            TopicPartitionInfo info = admin.describeTopics(Collections.singleton(topic)).allTopicNames().get()
+                    .get(topic).partitions().get(partition);
+            List<Integer> replicas = new ArrayList<>();
+            replicas.add(node);
+            for (org.apache.kafka.common.Node n : info.replicas()) if (n.id() != node) replicas.add(n.id());
+            if (replicas.size() != info.replicas().size()) {
+                System.err.println("Interop: node " + node + " is not a replica of " + tp);
+                return 1;
+            }
+            admin.alterPartitionReassignments(Collections.singletonMap(tp,
+                    java.util.Optional.of(new org.apache.kafka.clients.admin.NewPartitionReassignment(replicas)))).all().get();
+            long deadline = System.currentTimeMillis() + 30000;
+            while (!admin.listPartitionReassignments(Collections.singleton(tp)).reassignments().get().isEmpty()) {
+                if (System.currentTimeMillis() > deadline) {
+                    System.err.println("Interop: the reassignment of " + tp + " did not finish in 30 s");
+                    return 1;
+                }
+                Thread.sleep(100);
+            }
+            while (true) {
+                try {
+                    admin.electLeaders(org.apache.kafka.common.ElectionType.PREFERRED, Collections.singleton(tp)).all().get();
+                } catch (ExecutionException e) {
+                    // ELECTION_NOT_NEEDED once it is the leader; other errors are retried until the deadline
+                }
+                TopicPartitionInfo now = admin.describeTopics(Collections.singleton(topic)).allTopicNames().get()
+                        .get(topic).partitions().get(partition);
+                if (now.leader() != null && now.leader().id() == node) break;
+                if (System.currentTimeMillis() > deadline) {
+                    System.err.println("Interop: " + tp + " has leader " + now.leader() + ", not " + node + ", after 30 s");
+                    return 1;
+                }
+                Thread.sleep(100);
+            }
+            System.out.println("moved " + topic + "-" + partition + " to " + node);
             return 0;
         }
     }

@@ -39,7 +39,7 @@ use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
 pub use admin::{Admin, GroupDescription, NewTopic, OffsetSpec};
 pub use aws::{AwsCredentialChain, AwsCredentials, AwsCredentialsFuture, AwsCredentialsProvider};
-pub use cluster::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
+pub use cluster::{BrokerInfo, LeaderHint, Metadata, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub(crate) use config::{bootstrap_list_shown, without_userinfo};
 pub use consumer::{
@@ -211,6 +211,31 @@ impl Client {
             .metadata
             .read()
             .unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Takes the new leaders Produce and Fetch answers named (KIP-951), so that a moved
+    /// partition is sent to its new leader without waiting for a metadata refresh; returns how
+    /// many partitions changed leader (see [`Metadata::learn_leaders`]).
+    pub(crate) fn learn_leaders(&self, hints: &[LeaderHint], nodes: &[BrokerInfo]) -> usize {
+        if hints.is_empty() {
+            return 0;
+        }
+        let changed = self
+            .inner
+            .metadata
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .learn_leaders(hints, nodes);
+        if changed > 0 {
+            self.inner
+                .metadata_generation
+                .fetch_add(1, Ordering::Release);
+            tracing::debug!(
+                partitions = changed,
+                "leaders learnt from a Produce or Fetch answer"
+            );
+        }
+        changed
     }
 
     /// Asks the cluster about `topics` (only the brokers when empty) and updates the cache.

@@ -12,6 +12,7 @@ mod observe;
 mod offsets;
 mod ordering;
 mod telemetry;
+mod topics;
 mod transactions;
 
 use std::time::Duration;

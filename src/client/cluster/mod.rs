@@ -4,4 +4,5 @@ mod connections;
 mod metadata;
 
 pub use connections::{Connections, SHARED_LANE};
-pub use metadata::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
+pub(crate) use metadata::uuid_bytes::{NIL as NIL_TOPIC_ID, Uuid as TopicId};
+pub use metadata::{BrokerInfo, LeaderHint, Metadata, PartitionInfo, TopicInfo};

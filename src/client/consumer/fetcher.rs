@@ -10,7 +10,17 @@
 //! Errors follow the Java client: leader moves, fenced or unknown leader epochs and unknown
 //! partitions refresh metadata and retry the partition after `fetch.error.backoff.ms`, from
 //! the same offset (no gap, no re-read); an out-of-range offset restarts the partition per
-//! `auto.offset.reset`; a failed request resets the broker's session.
+//! `auto.offset.reset`; a failed request resets the broker's session. A leader move whose
+//! answer names the new leader (KIP-951) is fetched from it at once, without the refresh
+//! and the backoff.
+//!
+//! With `client.rack` set, a leader may name a replica in the consumer's rack to fetch from
+//! (KIP-392, Fetch v11+): the partition is fetched from that replica until the metadata's
+//! refresh interval passes or the replica answers anything but records; then from the leader
+//! again, from the same position (a follower's out-of-range is not a reason to reset).
+//!
+//! Topics go by id (Fetch v13+, KIP-516) when the broker and the metadata have ids for all of
+//! a request's topics, by name otherwise; an answer is matched by what the request used.
 //!
 //! No fault is silent and none loops forever: a request task that panics is reported and
 //! handled as a failed request (its partitions are fetched again); a batch that cannot be
@@ -25,23 +35,29 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
-use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::task::{Id, JoinError, JoinSet};
+use uuid::Uuid;
 
+use crate::client::cluster::{BrokerInfo, LeaderHint, NIL_TOPIC_ID, TopicId};
 use crate::client::error::{Error, Result};
 use crate::client::isolation::IsolationLevel;
 use crate::client::observe::{Event as Observed, Interest};
 
 use super::config::CorruptBatch;
 use super::decode::{Budget, Corrupt, Decoded, decode_partition};
-use super::fetch_session::{FetchPosition, FetchSession, SessionRequest};
+use super::fetch_session::{FetchPosition, FetchSession, SessionRequest, TopicIds};
 use super::state::{Chunk, Part, State};
 use super::validation::{self, Check};
 use super::{Shared, StartAt, TopicPartition, positions};
 
 /// Fetch versions with sessions (v7) and topic names (v13 moved to topic ids).
 const FETCH_VERSIONS: VersionRange = VersionRange { min: 7, max: 12 };
+
+/// Fetch versions with sessions, topics by id (v13) and the new leader's address on a leader
+/// move (v16, KIP-951); v17 adds only a field of replicas.
+const FETCH_VERSIONS_BY_ID: VersionRange = VersionRange { min: 7, max: 17 };
 
 /// How many more times a batch that could not be read is fetched before it is reported.
 pub const CORRUPT_REFETCHES: u32 = 2;
@@ -50,6 +66,10 @@ pub const CORRUPT_REFETCHES: u32 = 2;
 #[derive(Debug, Clone)]
 struct Want {
     tp: TopicPartition,
+    /// The topic's id as the metadata had it (nil when unknown).
+    topic_id: TopicId,
+    /// Fetched from a replica the leader named (KIP-392), not from the leader.
+    from_follower: bool,
     generation: u64,
     position: FetchPosition,
 }
@@ -58,13 +78,23 @@ struct Want {
 #[derive(Debug)]
 struct Outcome {
     error: Option<ResponseError>,
+    /// The leader the broker named when it no longer leads the partition (KIP-951).
+    leader: Option<(i32, i32)>,
+    /// The replica the leader named to fetch from instead (KIP-392).
+    preferred_replica: Option<i32>,
     decoded: Decoded,
     high_watermark: i64,
     bytes: usize,
 }
 
-/// A response: its top-level error, its session id, and each partition's outcome.
-type Fetched = (Option<ResponseError>, i32, Vec<(TopicPartition, Outcome)>);
+/// A response: its top-level error, its session id, each partition's outcome, and the nodes
+/// it described (KIP-951).
+type Fetched = (
+    Option<ResponseError>,
+    i32,
+    Vec<(TopicPartition, Outcome)>,
+    Vec<BrokerInfo>,
+);
 
 /// A finished request.
 #[derive(Debug)]
@@ -129,6 +159,7 @@ impl InFlight {
 pub(crate) async fn run(shared: Arc<Shared>) {
     let mut fetcher = Fetcher {
         sessions: HashMap::new(),
+        preferred: HashMap::new(),
         busy: HashSet::new(),
         node_backoff: HashMap::new(),
         last_refresh: None,
@@ -157,6 +188,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 
 struct Fetcher {
     sessions: HashMap<i32, FetchSession>,
+    /// The replica each partition is fetched from instead of its leader, and until when
+    /// (KIP-392).
+    preferred: HashMap<TopicPartition, (i32, Instant)>,
     /// Brokers with a fetch on the wire.
     busy: HashSet<i32>,
     node_backoff: HashMap<i32, Instant>,
@@ -203,10 +237,10 @@ impl Fetcher {
                 if full || queued >= config.queued_min_messages {
                     continue;
                 }
-                let Some((leader, epoch)) = shared
-                    .client
-                    .with_metadata(|m| m.leader(&tp.topic, tp.partition))
-                else {
+                let Some(((leader, epoch), topic_id)) = shared.client.with_metadata(|m| {
+                    m.leader(&tp.topic, tp.partition)
+                        .map(|l| (l, m.topic_id(&tp.topic).unwrap_or(NIL_TOPIC_ID)))
+                }) else {
                     no_leader.insert(tp.topic.clone());
                     continue;
                 };
@@ -214,17 +248,20 @@ impl Fetcher {
                     to_validate.push(check);
                     continue;
                 }
-                if self.busy.contains(&leader) {
+                let node = self.source(shared, tp, leader, now);
+                if self.busy.contains(&node) {
                     continue;
                 }
-                if let Some(&until) = self.node_backoff.get(&leader)
+                if let Some(&until) = self.node_backoff.get(&node)
                     && until > now
                 {
                     wake_at = Some(wake_at.map_or(until, |w| w.min(until)));
                     continue;
                 }
-                by_node.entry(leader).or_default().push(Want {
+                by_node.entry(node).or_default().push(Want {
                     tp: tp.clone(),
+                    topic_id,
+                    from_follower: node != leader,
                     generation: part.generation,
                     position: FetchPosition {
                         offset,
@@ -258,6 +295,26 @@ impl Fetcher {
         wake_at
     }
 
+    /// The broker to fetch `tp` from: the replica its leader named (KIP-392) while that holds
+    /// and the metadata knows the replica's address, its leader otherwise.
+    fn source(&mut self, shared: &Shared, tp: &TopicPartition, leader: i32, now: Instant) -> i32 {
+        match self.preferred.get(tp) {
+            Some(&(node, until))
+                if until > now
+                    && shared
+                        .client
+                        .with_metadata(|m| m.brokers.contains_key(&node)) =>
+            {
+                node
+            }
+            Some(_) => {
+                self.preferred.remove(tp);
+                leader
+            }
+            None => leader,
+        }
+    }
+
     /// Puts one Fetch for `wants` on the wire to `node`, in its session.
     fn send(
         &mut self,
@@ -276,7 +333,11 @@ impl Fetcher {
             .iter()
             .map(|w| ((w.tp.topic.clone(), w.tp.partition), w.position))
             .collect();
-        let request = self.sessions.entry(node).or_default().request(&keyed);
+        let ids: TopicIds = wants
+            .iter()
+            .map(|w| (w.tp.topic.clone(), w.topic_id))
+            .collect();
+        let request = self.sessions.entry(node).or_default().request(&keyed, &ids);
         {
             let mut stats = shared.stats.lock().unwrap_or_else(PoisonError::into_inner);
             if request.epoch == 0 {
@@ -326,11 +387,17 @@ impl Fetcher {
                     state.report(e.clone());
                 }
                 tracing::debug!(node, error = %e, "fetch failed");
+                // A replica the leader named that cannot be reached: its partitions go back
+                // to their leaders (another broker: no backoff for them).
+                for w in wants.iter().filter(|w| w.from_follower) {
+                    self.preferred.remove(&w.tp);
+                }
                 self.node_backoff.insert(node, now + backoff);
                 refresh.extend(wants.iter().map(|w| w.tp.topic.clone()));
             }
-            Ok((top_error, session_id, outcomes)) => {
+            Ok((top_error, session_id, outcomes, nodes)) => {
                 session.answered(top_error, session_id);
+                let moved = learn_leaders(shared, &wants, &outcomes, &nodes);
                 if matches!(
                     top_error,
                     Some(
@@ -366,9 +433,18 @@ impl Fetcher {
                     {
                         continue;
                     }
+                    if self.follow(shared, node, want, &outcome, now) {
+                        continue;
+                    }
                     let policy = shared.config.corrupt_batches;
-                    if let Some(topic) =
-                        apply(&mut state, &tp, want, outcome, now + backoff, policy)
+                    // A partition whose new leader the answer named goes there at once.
+                    let retry_at = if moved.contains(&tp) {
+                        now
+                    } else {
+                        now + backoff
+                    };
+                    if let Some(topic) = apply(&mut state, &tp, want, outcome, retry_at, policy)
+                        && !moved.contains(&tp)
                     {
                         refresh.insert(topic);
                     }
@@ -382,6 +458,34 @@ impl Fetcher {
         }
         if !refresh.is_empty() {
             self.refresh(shared, refresh.into_iter().collect());
+        }
+    }
+
+    /// Applies KIP-392 to one partition's outcome: a replica the leader named is fetched from
+    /// next (the answer carries no records then); a replica's error sends the partition back
+    /// to its leader at once, at the same position. Says whether the outcome is settled so.
+    fn follow(
+        &mut self,
+        shared: &Shared,
+        node: i32,
+        want: &Want,
+        outcome: &Outcome,
+        now: Instant,
+    ) -> bool {
+        if want.from_follower && outcome.error.is_some() {
+            tracing::debug!(partition = %want.tp, replica = node, error = ?outcome.error,
+                "the preferred replica refused the fetch; back to the leader");
+            self.preferred.remove(&want.tp);
+            return true;
+        }
+        match outcome.preferred_replica {
+            Some(replica) if replica != node && outcome.error.is_none() => {
+                let until = now + shared.client.config().metadata_refresh_interval;
+                tracing::debug!(partition = %want.tp, replica, "fetching from the replica the leader named");
+                self.preferred.insert(want.tp.clone(), (replica, until));
+                outcome.decoded.records.is_empty()
+            }
+            _ => false,
         }
     }
 
@@ -616,8 +720,13 @@ async fn fetch_and_decode(
 ) -> Result<Fetched> {
     let config = &shared.config;
     let conn = shared.client.connection_on(node, shared.fetch_lane).await?;
-    let version = conn.version_of::<FetchRequest>(FETCH_VERSIONS)?;
-    let request = fetch_request(config, &session);
+    let versions = if session.topic_ids.is_some() {
+        FETCH_VERSIONS_BY_ID
+    } else {
+        FETCH_VERSIONS
+    };
+    let version = conn.version_of::<FetchRequest>(versions)?;
+    let request = fetch_request(config, &session, version);
     let response = conn
         .send(
             &request,
@@ -628,10 +737,17 @@ async fn fetch_and_decode(
     let top_error = ResponseError::try_from_code(response.error_code);
     let mut budget = Budget::new(shared.client.config().max_response_size);
     let mut outcomes = Vec::new();
+    let nodes = endpoints(&response);
     for topic in response.responses {
+        let id = *topic.topic_id.as_bytes();
         for p in topic.partitions {
             let Some(want) = wants.iter().find(|w| {
-                *w.tp.topic == *topic.topic.0.as_str() && w.tp.partition == p.partition_index
+                w.tp.partition == p.partition_index
+                    && if version >= 13 {
+                        w.topic_id == id
+                    } else {
+                        *w.tp.topic == *topic.topic.0.as_str()
+                    }
             }) else {
                 // Not ours (a session partition we no longer want): ignore.
                 continue;
@@ -680,10 +796,16 @@ async fn fetch_and_decode(
                         + 64
                 })
                 .sum();
+            let leader = (p.current_leader.leader_id.0 >= 0)
+                .then_some((p.current_leader.leader_id.0, p.current_leader.leader_epoch));
+            let preferred_replica =
+                (p.preferred_read_replica.0 >= 0).then_some(p.preferred_read_replica.0);
             outcomes.push((
                 want.tp.clone(),
                 Outcome {
                     error,
+                    leader,
+                    preferred_replica,
                     decoded,
                     high_watermark: p.high_watermark,
                     bytes: raw.max(payload),
@@ -691,11 +813,74 @@ async fn fetch_and_decode(
             ));
         }
     }
-    Ok((top_error, response.session_id, outcomes))
+    Ok((top_error, response.session_id, outcomes, nodes))
 }
 
-/// The Fetch request for `session`'s partitions.
-fn fetch_request(config: &super::ConsumerConfig, session: &SessionRequest) -> FetchRequest {
+/// The nodes a Fetch answer described (v16+, KIP-951).
+fn endpoints(response: &FetchResponse) -> Vec<BrokerInfo> {
+    response
+        .node_endpoints
+        .iter()
+        .map(|n| BrokerInfo::described(n.node_id.0, &n.host, n.port, n.rack.as_deref()))
+        .collect()
+}
+
+/// Learns the leaders a Fetch answer named for partitions it failed with
+/// `NOT_LEADER_OR_FOLLOWER` or `FENCED_LEADER_EPOCH` (KIP-951); returns the partitions whose
+/// leader the cache now has from it.
+fn learn_leaders(
+    shared: &Shared,
+    wants: &[Want],
+    outcomes: &[(TopicPartition, Outcome)],
+    nodes: &[BrokerInfo],
+) -> Vec<TopicPartition> {
+    let hints: Vec<LeaderHint> = outcomes
+        .iter()
+        .filter(|(_, o)| {
+            matches!(
+                o.error,
+                Some(ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch)
+            )
+        })
+        .filter_map(|(tp, o)| {
+            let (leader, epoch) = o.leader?;
+            let want = wants.iter().find(|w| w.tp == *tp)?;
+            Some(LeaderHint {
+                topic: tp.topic.clone(),
+                topic_id: want.topic_id,
+                partition: tp.partition,
+                leader,
+                epoch,
+            })
+        })
+        .collect();
+    if hints.is_empty() {
+        return Vec::new();
+    }
+    shared.client.learn_leaders(&hints, nodes);
+    shared.client.with_metadata(|m| {
+        hints
+            .into_iter()
+            .filter(|h| m.leader(&h.topic, h.partition) == Some((h.leader, h.epoch)))
+            .map(|h| TopicPartition::new(&*h.topic, h.partition))
+            .collect()
+    })
+}
+
+/// The Fetch request for `session`'s partitions at `version`: topics by id from v13.
+fn fetch_request(
+    config: &super::ConsumerConfig,
+    session: &SessionRequest,
+    version: i16,
+) -> FetchRequest {
+    let ids = session.topic_ids.as_ref().filter(|_| version >= 13);
+    let id_of = |topic: &Arc<str>| {
+        Uuid::from_bytes(
+            ids.and_then(|ids| ids.get(topic))
+                .copied()
+                .unwrap_or(NIL_TOPIC_ID),
+        )
+    };
     let mut topics: Vec<FetchTopic> = Vec::new();
     for ((topic, partition), position) in &session.partitions {
         let p = FetchPartition::default()
@@ -709,6 +894,7 @@ fn fetch_request(config: &super::ConsumerConfig, session: &SessionRequest) -> Fe
             _ => topics.push(
                 FetchTopic::default()
                     .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_topic_id(id_of(topic))
                     .with_partitions(vec![p]),
             ),
         }
@@ -723,6 +909,7 @@ fn fetch_request(config: &super::ConsumerConfig, session: &SessionRequest) -> Fe
             None => forgotten.push(
                 ForgottenTopic::default()
                     .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_topic_id(id_of(topic))
                     .with_partitions(vec![*partition]),
             ),
         }
@@ -752,6 +939,8 @@ mod tests {
     fn want(partition: i32) -> Want {
         Want {
             tp: TopicPartition::new("t", partition),
+            topic_id: NIL_TOPIC_ID,
+            from_follower: false,
             generation: 3,
             position: FetchPosition {
                 offset: 10,
@@ -786,7 +975,7 @@ mod tests {
             Answer {
                 node: 1,
                 wants: vec![want(0)],
-                result: Ok((None, 0, Vec::new())),
+                result: Ok((None, 0, Vec::new(), Vec::new())),
                 died: false,
             }
         });

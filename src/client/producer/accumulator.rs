@@ -19,6 +19,7 @@ use super::completion::{Completion, Promise};
 use super::transaction::state::TxnState;
 use super::{DeliveryFuture, RecordRef};
 use crate::client::Client;
+use crate::client::cluster::{NIL_TOPIC_ID as NIL, TopicId as Uuid};
 use crate::client::config::ProducerConfig;
 use crate::client::error::{Error, Result};
 use crate::client::hashing::PartitionHasher;
@@ -33,12 +34,17 @@ pub(super) struct OpenBatch {
     /// The queue space its records hold (librdkafka's sizes, see [`message_size`]).
     pub bytes: usize,
     pub created: Instant,
+    /// The id of the topic its records were placed for (nil when the broker sends none).
+    pub topic_id: Uuid,
 }
 
 /// A batch that takes no more records and waits to be sent (or sent again).
 #[derive(Debug)]
 pub(super) struct ClosedBatch {
     pub topic: Arc<str>,
+    /// The id of the topic its records were placed for: they go to that topic or fail, never
+    /// to a topic created again under the same name (nil when the broker sends no ids).
+    pub topic_id: Uuid,
     pub partition: i32,
     pub builder: BatchBuilder,
     /// The outcome its records' delivery futures share, and the queue space they hold.
@@ -115,6 +121,8 @@ pub(super) struct TopicQueues {
     pub sticky: Option<(i32, i64)>,
     /// The topic's partition count, as the metadata said at `metadata_generation`.
     pub partition_count: i32,
+    /// The topic's id, read with the count.
+    pub topic_id: Uuid,
     pub metadata_generation: u64,
 }
 
@@ -256,7 +264,7 @@ impl Shared {
 
     /// The partition count of `topic`, looking it up (and waiting for it to exist, within the
     /// message timeout) when needed.
-    async fn partition_count(&self, topic: &str) -> Result<i32> {
+    async fn partition_count(&self, topic: &str) -> Result<(i32, Uuid)> {
         match self.known_partition_count(topic) {
             Some(count) => count,
             // Learning a topic is rare: its future is boxed so that every send does not carry it.
@@ -265,27 +273,25 @@ impl Shared {
     }
 
     /// The partition count the metadata already has for `topic`.
-    fn known_partition_count(&self, topic: &str) -> Option<Result<i32>> {
-        let n = self
+    fn known_partition_count(&self, topic: &str) -> Option<Result<(i32, Uuid)>> {
+        let (n, id) = self
             .client
-            .with_metadata(|m| m.topics.get(topic).map(|t| t.partitions.len()))?;
-        (n > 0).then(|| i32::try_from(n).map_err(|_| Error::protocol("partition count")))
+            .with_metadata(|m| m.topics.get(topic).map(|t| (t.partitions.len(), t.id)))?;
+        (n > 0).then(|| {
+            i32::try_from(n)
+                .map(|n| (n, id))
+                .map_err(|_| Error::protocol("partition count"))
+        })
     }
 
     /// Refreshes the metadata until it knows `topic`'s partitions, or `message.timeout.ms`
     /// (at most a minute) passes.
-    async fn learn_partition_count(&self, topic: &str) -> Result<i32> {
+    async fn learn_partition_count(&self, topic: &str) -> Result<(i32, Uuid)> {
         let deadline = Instant::now() + self.config.message_timeout.min(Duration::from_mins(1));
         let mut backoff = self.client.retry_backoff();
         loop {
-            let known = self
-                .client
-                .with_metadata(|m| m.topics.get(topic).map(|t| (t.partitions.len(), t.error)));
-            match known {
-                Some((n, _)) if n > 0 => {
-                    return i32::try_from(n).map_err(|_| Error::protocol("partition count"));
-                }
-                _ => {}
+            if let Some(known) = self.known_partition_count(topic) {
+                return known;
             }
             let outcome = self.client.refresh_metadata(&[topic]).await;
             let after = self
@@ -425,15 +431,25 @@ impl Shared {
             match self.try_place(&record, admitted)? {
                 Placement::Placed { delivery, .. } => return Ok(delivery),
                 Placement::UnknownTopic => {
-                    let count = self.partition_count(record.topic).await?;
+                    let (count, id) = self.partition_count(record.topic).await?;
                     let mut state = self.lock();
                     let topic = match state.topics.get_key_value(record.topic) {
                         Some((k, _)) => k.clone(),
                         None => Arc::from(record.topic),
                     };
                     let queues = state.topics.entry(topic.clone()).or_default();
+                    if queues.topic_id != id && queues.topic_id != NIL {
+                        // The topic was deleted and created again: what was placed for the old
+                        // one is closed as it is, and new records start batches of the new one.
+                        tracing::warn!(topic = %topic, "the topic was deleted and created again; \
+                            records queued for the old topic will not be written to the new one");
+                        for (p, queue) in queues.partitions.iter_mut().enumerate() {
+                            close_open(queue, &topic, p as i32);
+                        }
+                    }
                     queues.name = topic;
                     queues.partition_count = count;
+                    queues.topic_id = id;
                     queues.metadata_generation = generation;
                     if queues.partitions.len() < count as usize {
                         queues
@@ -500,12 +516,20 @@ impl Shared {
         let TopicQueues {
             name: topic,
             partitions,
+            topic_id,
             ..
         } = queues;
         let Some(queue) = partitions.get_mut(partition as usize) else {
             return Err(Error::protocol("partition beyond the topic's queues"));
         };
-        let (delivery, wake) = self.append(queue, topic, partition, record, size, timestamp);
+        let (delivery, wake) = self.append(
+            queue,
+            (topic, *topic_id),
+            partition,
+            record,
+            size,
+            timestamp,
+        );
         state.queued_messages += 1;
         state.queued_bytes += size;
         Ok(Placement::Placed {
@@ -526,7 +550,7 @@ impl Shared {
     fn append(
         &self,
         queue: &mut PartitionQueue,
-        topic: &Arc<str>,
+        (topic, topic_id): (&Arc<str>, Uuid),
         partition: i32,
         record: &RecordRef<'_>,
         size: usize,
@@ -554,6 +578,7 @@ impl Shared {
                 promise: Promise::new(),
                 bytes: 0,
                 created: Instant::now(),
+                topic_id,
             }
         });
         // Its place in the batch: the offset delta the builder gives it.
@@ -680,6 +705,7 @@ pub(super) fn close_open(queue: &mut PartitionQueue, topic: &Arc<str>, partition
         queue.next_order += 1;
         queue.ready.push_back(ClosedBatch {
             topic: topic.clone(),
+            topic_id: open.topic_id,
             partition,
             builder: open.builder,
             promise: open.promise,

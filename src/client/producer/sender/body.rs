@@ -3,17 +3,20 @@
 //! reaches the socket without a second copy of them in a frame of its own.
 //!
 //! The invariant: the pieces, put end to end, are byte for byte what `kafka-protocol` encodes
-//! for the same `ProduceRequest` at the same version (versions 3 to 12, topics by name); the
-//! tests hold this for every version, with and without a transactional id, for several topics
-//! and partitions in the order the batches come.
+//! for the same `ProduceRequest` at the same version (versions 3 to 12 name topics, 13 gives
+//! their ids); the tests hold this for every version, with and without a transactional id, for
+//! several topics and partitions in the order the batches come.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::super::accumulator::ClosedBatch;
+use crate::client::cluster::NIL_TOPIC_ID;
 use crate::client::error::{Error, Result};
 
-/// The body of a Produce request at `version` (3 to 12) carrying `batches` (each encoded),
-/// grouped by topic in the order the topics first appear.
+/// The body of a Produce request at `version` (3 to 13) carrying `batches` (each encoded),
+/// grouped by topic in the order the topics first appear: by name up to version 12, by topic
+/// id from 13 (every batch must then have one), so that two batches of one name but of two
+/// ids (the topic was created again) are two topics of the request.
 pub(super) fn produce_body(
     version: i16,
     transactional_id: Option<&str>,
@@ -21,20 +24,32 @@ pub(super) fn produce_body(
     timeout_ms: i32,
     batches: &[ClosedBatch],
 ) -> Result<Vec<Bytes>> {
-    if !(3..=12).contains(&version) {
-        return Err(Error::protocol("Produce body: version outside 3 to 12"));
+    if !(3..=13).contains(&version) {
+        return Err(Error::protocol("Produce body: version outside 3 to 13"));
     }
     let flexible = version >= 9;
-    // The topics in order of first appearance, each with its count of batches (a request
-    // carries few topics: each is looked up in this list, and its batches found again below).
-    let mut topics: Vec<(&str, usize)> = Vec::with_capacity(1);
+    let by_id = version >= 13;
+    if by_id && batches.iter().any(|b| b.topic_id == NIL_TOPIC_ID) {
+        return Err(Error::protocol("Produce v13 for a topic without an id"));
+    }
+    let same = |a: &ClosedBatch, b: &ClosedBatch| {
+        if by_id {
+            a.topic_id == b.topic_id
+        } else {
+            a.topic == b.topic
+        }
+    };
+    // The topics in order of first appearance (by a batch of each), each with its count of
+    // batches (a request carries few topics: each is looked up in this list, and its batches
+    // found again below).
+    let mut topics: Vec<(&ClosedBatch, usize)> = Vec::with_capacity(1);
     for b in batches {
-        match topics.iter_mut().find(|(t, _)| *t == b.topic.as_ref()) {
+        match topics.iter_mut().find(|(t, _)| same(t, b)) {
             Some((_, count)) => *count += 1,
-            None => topics.push((&b.topic, 1)),
+            None => topics.push((b, 1)),
         }
     }
-    let names: usize = topics.iter().map(|(t, _)| t.len() + 5).sum();
+    let names: usize = topics.iter().map(|(t, _)| t.topic.len() + 17).sum();
     let mut small = BytesMut::with_capacity(64 + names + batches.len() * 16);
     // Room for the frame's head too, which the connection puts in front.
     let mut pieces = Vec::with_capacity(2 * batches.len() + 2);
@@ -43,9 +58,13 @@ pub(super) fn produce_body(
     small.put_i32(timeout_ms);
     put_count(&mut small, topics.len(), flexible)?;
     for &(topic, count) in &topics {
-        put_string(&mut small, Some(topic), flexible)?;
+        if by_id {
+            small.put_slice(&topic.topic_id);
+        } else {
+            put_string(&mut small, Some(&topic.topic), flexible)?;
+        }
         put_count(&mut small, count, flexible)?;
-        for batch in batches.iter().filter(|b| b.topic.as_ref() == topic) {
+        for batch in batches.iter().filter(|b| same(topic, b)) {
             let records = batch
                 .encoded
                 .as_ref()
@@ -129,14 +148,20 @@ mod tests {
     use kafka_protocol::messages::{ProduceRequest, TopicName, TransactionalId};
     use kafka_protocol::protocol::{Encodable, StrBytes};
     use tokio::time::Instant;
+    use uuid::Uuid;
 
     use super::produce_body;
     use crate::client::producer::accumulator::ClosedBatch;
     use crate::client::records::BatchBuilder;
 
     fn batch(topic: &str, partition: i32, size: usize) -> ClosedBatch {
+        // An id of its own per name (its first letter), as the broker gives them.
+        let mut topic_id = [0u8; 16];
+        topic_id[15] = topic.as_bytes()[0];
+        topic_id[0] = 0x40;
         ClosedBatch {
             topic: Arc::from(topic),
+            topic_id,
             partition,
             builder: BatchBuilder::new(0),
             promise: crate::client::producer::completion::Promise::new(),
@@ -165,14 +190,19 @@ mod tests {
             let data = PartitionProduceData::default()
                 .with_index(b.partition)
                 .with_records(b.encoded.clone());
-            match topics
-                .iter_mut()
-                .find(|t| t.name.0.as_str() == b.topic.as_ref())
-            {
+            let id = Uuid::from_bytes(b.topic_id);
+            match topics.iter_mut().find(|t| {
+                if version >= 13 {
+                    t.topic_id == id
+                } else {
+                    t.name.0.as_str() == b.topic.as_ref()
+                }
+            }) {
                 Some(t) => t.partition_data.push(data),
                 None => topics.push(
                     TopicProduceData::default()
                         .with_name(TopicName(StrBytes::from_string(b.topic.to_string())))
+                        .with_topic_id(id)
                         .with_partition_data(vec![data]),
                 ),
             }
@@ -200,9 +230,18 @@ mod tests {
                 batch("bb", 0, 1),
             ],
         ];
-        for version in 3..=12 {
+        // Two batches of one name and two ids: a topic created again while they waited.
+        let mut again = batch("a", 1, 5);
+        again.topic_id[1] = 9;
+        let mut sets = sets;
+        sets.push(vec![batch("a", 0, 3), again, batch("a", 2, 4)]);
+        for version in 3..=13 {
             for id in [None, Some("txn-1")] {
                 for batches in &sets {
+                    if version < 13 && batches.iter().any(|b| b.topic_id[1] == 9) {
+                        // Names cannot tell the two topics apart.
+                        continue;
+                    }
                     let pieces = produce_body(version, id, -1, 30_000, batches).expect("body");
                     let joined: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
                     let expected = reference(version, id, -1, 30_000, batches);
@@ -223,7 +262,11 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_encode() {
-        assert!(produce_body(13, None, 1, 1, &[batch("t", 0, 1)]).is_err());
+        assert!(produce_body(14, None, 1, 1, &[batch("t", 0, 1)]).is_err());
+        let mut without_id = batch("t", 0, 1);
+        without_id.topic_id = [0; 16];
+        assert!(produce_body(13, None, 1, 1, std::slice::from_ref(&without_id)).is_err());
+        assert!(produce_body(12, None, 1, 1, &[without_id]).is_ok());
         let mut unencoded = batch("t", 0, 1);
         unencoded.encoded = None;
         assert!(produce_body(9, None, 1, 1, &[unencoded]).is_err());

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_response::TopicProduceResponse;
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::task::JoinSet;
@@ -41,6 +42,7 @@ use tokio::time::Instant;
 
 use super::accumulator::{ClosedBatch, PartitionQueue, Shared, State};
 use super::transaction::{Origin, Requests, classify};
+use crate::client::cluster::{BrokerInfo, LeaderHint, NIL_TOPIC_ID, TopicId};
 use crate::client::error::{Error, Result};
 use crate::client::net::{Connection, InFlight};
 use crate::client::observe::{Event as Observed, Interest};
@@ -48,7 +50,9 @@ use crate::client::unwind::{unwound, unwound_now};
 use alarm::Alarm;
 use producer_id::FIRST_REBUILD_WAIT;
 use request::{TxnGate, age, prepare, start_produce, txn_produce};
-use settle::{Released, complete_batch, fail_batch, fail_expired, note_txn_failure, queue_of};
+use settle::{
+    Released, complete_batch, fail_batch, fail_expired, fail_recreated, note_txn_failure, queue_of,
+};
 use verdict::{Failure, Verdict, backoff_for, verdict};
 
 enum Event {
@@ -318,6 +322,7 @@ impl Sender {
         self.txn_produce = state.txn.as_ref().map(txn_produce);
         let mut topics: Vec<Arc<str>> = Vec::new();
         let mut released = Released::new(&self.shared.client.config().observers);
+        let mut recreated_sequenced = false;
         for (topic, queues) in &mut state.topics {
             for (p, queue) in queues.partitions.iter_mut().enumerate() {
                 let partition = p as i32;
@@ -335,11 +340,11 @@ impl Sender {
                     until.into_iter().for_each(&mut wake_at);
                     continue;
                 }
-                let leader = self
-                    .shared
-                    .client
-                    .with_metadata(|m| m.leader(topic, partition));
-                let Some((node, _epoch)) = leader else {
+                let leader = self.shared.client.with_metadata(|m| {
+                    recreated_sequenced |= fail_recreated(m, queue, topic, &mut released);
+                    m.leader(topic, partition)
+                });
+                let Some((node, _epoch)) = leader.filter(|_| !queue.ready.is_empty()) else {
                     topics.push(topic.clone());
                     continue;
                 };
@@ -397,7 +402,7 @@ impl Sender {
         }
         self.refresh_topics.extend(topics);
         let expired_sequenced = fail_expired(state, expired, &mut released);
-        if idempotent && (expired_sequenced || gate.dropped_sequenced) {
+        if idempotent && (expired_sequenced || gate.dropped_sequenced || recreated_sequenced) {
             state.bump_needed = true;
         }
         self.shared.release(state, released.records, released.bytes);
@@ -649,7 +654,7 @@ impl Sender {
                     Error::Timeout(format!("not sent: {e}"))
                 };
                 for b in batches.drain(..) {
-                    self.retry_or_fail(&mut state, &mut released, b, &e, reached_wire);
+                    self.retry_or_fail(&mut state, &mut released, b, &e, (reached_wire, false));
                 }
                 shared.release(&mut state, released.records, released.bytes);
                 drop(state);
@@ -659,37 +664,18 @@ impl Sender {
                 return;
             }
         };
-        // Each batch's answer. A request of a few batches is searched in place; a map is
-        // built only for large ones (a search per batch would be quadratic there).
-        let mut answers: HashMap<(&str, i32), (i16, i64, i64)> = HashMap::new();
-        let find = |response: &ProduceResponse, topic: &str, partition: i32| {
-            response
-                .responses
-                .iter()
-                .filter(|t| t.name.0.as_str() == topic)
-                .flat_map(|t| &t.partition_responses)
-                .find(|p| p.index == partition)
-                .map(|p| (p.error_code, p.base_offset, p.log_append_time_ms))
-        };
-        let small = batches.len() <= 8;
-        if let Some(response) = response.as_ref().filter(|_| !small) {
-            for t in &response.responses {
-                for p in &t.partition_responses {
-                    answers.insert(
-                        (t.name.0.as_str(), p.index),
-                        (p.error_code, p.base_offset, p.log_append_time_ms),
-                    );
-                }
-            }
-        }
+        let answers = response.as_ref().map(|r| Answers::new(r, batches.len()));
+        // KIP-951: the leaders the broker named for partitions it no longer leads, learnt
+        // before the batches are retried, so that they go to the new leader at once.
+        let moved = response
+            .as_ref()
+            .map(|r| self.learn_leaders(node, r, &batches))
+            .unwrap_or_default();
         let mut state = shared.lock();
         let mut retry = Vec::new();
         for b in batches.drain(..) {
-            let answer = match &response {
-                None => Some((0, -1, -1)), // acks=0: no answer is the answer
-                Some(response) if small => find(response, &b.topic, b.partition),
-                Some(_) => answers.get(&(b.topic.as_ref(), b.partition)).copied(),
-            };
+            // acks=0: no answer is the answer.
+            let answer = answers.as_ref().map_or(Some((0, -1, -1)), |a| a.of(&b));
             let Some((code, base_offset, append_time)) = answer else {
                 retry.push((
                     b,
@@ -712,7 +698,10 @@ impl Sender {
             }
         }
         for (b, e, unknown) in retry {
-            self.retry_or_fail(&mut state, &mut released, b, &e, unknown);
+            let leader_moved = moved
+                .iter()
+                .any(|(t, p)| *p == b.partition && *t == b.topic);
+            self.retry_or_fail(&mut state, &mut released, b, &e, (unknown, leader_moved));
         }
         shared.release(&mut state, released.records, released.bytes);
         drop(state);
@@ -730,15 +719,74 @@ impl Sender {
         }
     }
 
+    /// Learns the new leaders a Produce answer named for partitions it failed with
+    /// `NOT_LEADER_OR_FOLLOWER` or `FENCED_LEADER_EPOCH` (KIP-951, Produce v10+), with the
+    /// nodes it described; returns the partitions whose leader the cache now has from it.
+    fn learn_leaders(
+        &self,
+        node: i32,
+        response: &ProduceResponse,
+        batches: &[ClosedBatch],
+    ) -> Vec<(Arc<str>, i32)> {
+        let mut hints = Vec::new();
+        for t in &response.responses {
+            for p in &t.partition_responses {
+                let named = matches!(
+                    ResponseError::try_from_code(p.error_code),
+                    Some(ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch)
+                ) && p.current_leader.leader_id.0 >= 0;
+                if !named {
+                    continue;
+                }
+                // The topic's name from the batch it answers (a v13 answer has ids only).
+                let Some(b) = batches
+                    .iter()
+                    .find(|b| b.partition == p.index && answers_for(t, b))
+                else {
+                    continue;
+                };
+                hints.push(LeaderHint {
+                    topic: b.topic.clone(),
+                    topic_id: b.topic_id,
+                    partition: p.index,
+                    leader: p.current_leader.leader_id.0,
+                    epoch: p.current_leader.leader_epoch,
+                });
+            }
+        }
+        if hints.is_empty() {
+            return Vec::new();
+        }
+        let nodes: Vec<BrokerInfo> = response
+            .node_endpoints
+            .iter()
+            .map(|n| BrokerInfo::described(n.node_id.0, &n.host, n.port, n.rack.as_deref()))
+            .collect();
+        let client = &self.shared.client;
+        client.learn_leaders(&hints, &nodes);
+        client.with_metadata(|m| {
+            hints
+                .into_iter()
+                .filter(|h| m.leader(&h.topic, h.partition) == Some((h.leader, h.epoch)))
+                .inspect(|h| {
+                    tracing::debug!(from = node, topic = %h.topic, partition = h.partition,
+                        leader = h.leader, epoch = h.epoch, "the broker named the new leader");
+                })
+                .map(|h| (h.topic, h.partition))
+                .collect()
+        })
+    }
+
     /// Sends a failed batch again or fails it, as [`verdict`] decides; the caller releases
-    /// what it settled.
+    /// what it settled. `leader_moved`: the answer named the partition's new leader, which the
+    /// cache now has (KIP-951): the batch goes there at once, without a backoff or a refresh.
     fn retry_or_fail(
         &mut self,
         state: &mut State,
         released: &mut Released,
         mut batch: ClosedBatch,
         error: &Error,
-        unknown_outcome: bool,
+        (unknown_outcome, leader_moved): (bool, bool),
     ) {
         let config = &self.shared.config;
         let idempotent = config.enable_idempotence;
@@ -784,13 +832,17 @@ impl Sender {
             }
             Verdict::Retry { bump, refresh } => {
                 state.bump_needed |= bump;
-                if refresh {
+                if refresh && !leader_moved {
                     self.refresh_topics.insert(batch.topic.clone());
                 }
                 batch.attempts += 1;
                 batch.maybe_written |= unknown_outcome;
                 self.shared.retries.fetch_add(1, Ordering::Relaxed);
-                let delay = backoff_for(config_retry(&self.shared), batch.attempts);
+                let delay = if leader_moved {
+                    Duration::ZERO
+                } else {
+                    backoff_for(config_retry(&self.shared), batch.attempts)
+                };
                 tracing::debug!(topic = %batch.topic, partition = batch.partition, attempt = batch.attempts,
                     error = %error, ?delay, "batch sent again");
                 released.retried(&batch, error, delay);
@@ -828,6 +880,79 @@ impl Sender {
             .release(&mut state, released.records, released.bytes);
         drop(state);
         released.tell(observers);
+    }
+}
+
+/// Each batch's answer in a Produce response: (error code, base offset, log append time).
+///
+/// A request of a few batches is searched in place; a map is built only for large ones (a
+/// search per batch would be quadratic there). An answer to v13 gives topics by id and no
+/// names.
+struct Answers<'r> {
+    response: &'r ProduceResponse,
+    by_id: bool,
+    map: Option<HashMap<AnswerKey<'r>, (i16, i64, i64)>>,
+}
+
+/// A partition of a Produce answer: its topic's name (empty by id) or id (nil by name).
+type AnswerKey<'r> = (&'r str, TopicId, i32);
+
+impl<'r> Answers<'r> {
+    fn new(response: &'r ProduceResponse, batches: usize) -> Self {
+        let by_id = response
+            .responses
+            .iter()
+            .any(|t| t.topic_id.as_bytes() != &NIL_TOPIC_ID);
+        let map = (batches > 8).then(|| {
+            let mut map = HashMap::new();
+            for t in &response.responses {
+                let key = if by_id {
+                    ("", *t.topic_id.as_bytes())
+                } else {
+                    (t.name.0.as_str(), NIL_TOPIC_ID)
+                };
+                for p in &t.partition_responses {
+                    map.insert(
+                        (key.0, key.1, p.index),
+                        (p.error_code, p.base_offset, p.log_append_time_ms),
+                    );
+                }
+            }
+            map
+        });
+        Answers {
+            response,
+            by_id,
+            map,
+        }
+    }
+
+    fn of(&self, b: &ClosedBatch) -> Option<(i16, i64, i64)> {
+        match &self.map {
+            None => self
+                .response
+                .responses
+                .iter()
+                .filter(|t| answers_for(t, b))
+                .flat_map(|t| &t.partition_responses)
+                .find(|p| p.index == b.partition)
+                .map(|p| (p.error_code, p.base_offset, p.log_append_time_ms)),
+            Some(map) if self.by_id => map.get(&("", b.topic_id, b.partition)).copied(),
+            Some(map) => map
+                .get(&(b.topic.as_ref(), NIL_TOPIC_ID, b.partition))
+                .copied(),
+        }
+    }
+}
+
+/// Whether the topic answer `t` is for `b`'s topic: by id when both have one (a v13 answer
+/// names no topic), by name otherwise.
+fn answers_for(t: &TopicProduceResponse, b: &ClosedBatch) -> bool {
+    let id = t.topic_id.as_bytes();
+    if *id != NIL_TOPIC_ID && b.topic_id != NIL_TOPIC_ID {
+        *id == b.topic_id
+    } else {
+        t.name.0.as_str() == b.topic.as_ref()
     }
 }
 

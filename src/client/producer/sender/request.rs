@@ -17,13 +17,18 @@ use super::super::accumulator::{ClosedBatch, PartitionQueue, close_open};
 use super::super::transaction::TxnState;
 use super::body::produce_body;
 use super::settle::{Released, drop_queued};
+use crate::client::cluster::NIL_TOPIC_ID;
 use crate::client::config::{Acks, ProducerConfig};
 use crate::client::error::{Error, Result};
 use crate::client::net::{Connection, InFlight};
 use crate::client::records::{ProducerState, patch_producer_state};
 
-/// Produce versions with topic names (v13 moved to topic ids).
-const PRODUCE_VERSIONS: VersionRange = VersionRange { min: 3, max: 12 };
+/// Produce versions: topic names up to 12, topic ids from 13 (KIP-516), which the broker
+/// answers `UNKNOWN_TOPIC_ID` for a topic deleted since (even if created again).
+const PRODUCE_VERSIONS: VersionRange = VersionRange { min: 3, max: 13 };
+
+/// The Produce versions that name topics, for batches of a topic whose id is unknown.
+const BY_NAME: VersionRange = VersionRange { min: 3, max: 12 };
 
 /// Closes the open batch once it has lingered long enough (at once while flushing) and takes
 /// out the batches that waited past `message.timeout.ms`; returns when to look again.
@@ -167,7 +172,11 @@ pub(super) fn start_produce(
     batches: &[ClosedBatch],
     transactional: Option<&(StrBytes, VersionRange)>,
 ) -> Result<Option<InFlight<ProduceRequest>>> {
-    let versions = transactional.map_or(PRODUCE_VERSIONS, |(_, v)| PRODUCE_VERSIONS.intersect(v));
+    let mut versions =
+        transactional.map_or(PRODUCE_VERSIONS, |(_, v)| PRODUCE_VERSIONS.intersect(v));
+    if batches.iter().any(|b| b.topic_id == NIL_TOPIC_ID) {
+        versions = versions.intersect(&BY_NAME);
+    }
     let version = conn.version_of::<ProduceRequest>(versions)?;
     let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
     // The batches go to the socket as they are, not copied into a frame.
@@ -205,6 +214,7 @@ mod tests {
         }
         ClosedBatch {
             topic: Arc::from("t"),
+            topic_id: [0; 16],
             partition: 0,
             builder,
             promise: crate::client::producer::completion::Promise::new(),

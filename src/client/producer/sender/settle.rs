@@ -17,6 +17,8 @@ use std::time::Duration;
 use super::super::accumulator::{ClosedBatch, OpenBatch, PartitionQueue, State};
 use super::super::completion::{Outcome, Promise};
 use super::super::transaction::{Origin, TxnState, classify};
+use crate::client::ResponseError;
+use crate::client::cluster::{Metadata, NIL_TOPIC_ID};
 use crate::client::error::Error;
 use crate::client::observe::{Event as Observed, Interest, Observers};
 
@@ -334,6 +336,41 @@ pub(super) fn drop_queued(
     while let Some(b) = queue.ready.pop_front() {
         sequenced |= b.sequence.is_some();
         fail_batch(released, b, error);
+    }
+    sequenced
+}
+
+/// Fails the batches at the front of `queue` that were placed for another topic than the one
+/// the name `topic` has in `metadata` (it was deleted and created again): their records go
+/// to the topic they were published to or nowhere. Says whether any had a sequence number.
+pub(super) fn fail_recreated(
+    metadata: &Metadata,
+    queue: &mut PartitionQueue,
+    topic: &Arc<str>,
+    released: &mut Released,
+) -> bool {
+    let mut sequenced = false;
+    let Some(current) = metadata.topic_id(topic) else {
+        return false;
+    };
+    while queue
+        .ready
+        .front()
+        .is_some_and(|b| b.topic_id != NIL_TOPIC_ID && b.topic_id != current)
+    {
+        let Some(b) = queue.ready.pop_front() else {
+            break;
+        };
+        sequenced |= b.sequence.is_some();
+        let e = Error::Broker {
+            code: ResponseError::UnknownTopicId,
+            context: format!(
+                "producing to {topic}-{}: the topic was deleted and created again; records \
+                 published to the old topic are not written to the new one",
+                b.partition
+            ),
+        };
+        fail_batch(released, b, &e);
     }
     sequenced
 }

@@ -66,6 +66,7 @@ fn leadership(code: Option<ResponseError>) -> bool {
             ResponseError::NotLeaderOrFollower
                 | ResponseError::LeaderNotAvailable
                 | ResponseError::UnknownTopicOrPartition
+                | ResponseError::UnknownTopicId
                 | ResponseError::FencedLeaderEpoch
                 | ResponseError::UnknownLeaderEpoch
                 | ResponseError::KafkaStorageError

@@ -43,12 +43,12 @@ impl TransactionProtocol {
         }
     }
 
-    /// Produce versions for transactional batches (the sender caps everything at v12, the
-    /// last version with topic names).
+    /// Produce versions for transactional batches (v13 gives topics by id; the sender keeps to
+    /// v12 for a topic whose id it does not know).
     pub(crate) fn produce_versions(self) -> VersionRange {
         match self {
             TransactionProtocol::Classic => VersionRange { min: 3, max: 11 },
-            TransactionProtocol::V2 => VersionRange { min: 12, max: 12 },
+            TransactionProtocol::V2 => VersionRange { min: 12, max: 13 },
         }
     }
 
