@@ -37,6 +37,14 @@ pub(crate) struct BrokerRequests;
 /// Marker for the SCRAM half of [`sasl`]; `src/client/net/sasl/scram.rs` implements [`Entry`].
 pub(crate) struct SaslScram;
 
+/// Marker for the `AWS_MSK_IAM` part of [`sasl`]; `src/client/net/sasl/msk_iam.rs` implements
+/// [`Entry`].
+pub(crate) struct SaslMskIam;
+
+/// Marker for the HTTP answers of the AWS credential sources (part of [`sasl`]);
+/// `src/client/aws/http.rs` implements [`Entry`].
+pub(crate) struct AwsHttp;
+
 /// The names of the targets, as `scripts/fuzz --list` prints them.
 pub const TARGETS: &[&str] = &[
     "responses",
@@ -181,15 +189,22 @@ pub fn zstd(data: &[u8]) {
 
 /// What the SASL mechanisms read: byte 0 even, a SCRAM exchange (byte 0 bit 1 picks SHA-512)
 /// whose server-first and server-final messages are the rest split at its first NUL byte;
-/// byte 0 odd, the rest as `sasl.oauthbearer.config` for librdkafka's unsecured tokens, and
-/// the token message built from it. PLAIN reads nothing from the server, and OAUTHBEARER only
-/// shows the server's refusal (`String::from_utf8_lossy`).
+/// byte 0 odd with bit 1 clear, the rest as `sasl.oauthbearer.config` for librdkafka's
+/// unsecured tokens, and the token message built from it; byte 0 odd with bit 1 set, the rest
+/// as the broker's `AWS_MSK_IAM` answer and as an HTTP answer of IMDS or STS (with the JSON
+/// and XML read from it). PLAIN reads nothing from the server, and OAUTHBEARER only shows the
+/// server's refusal (`String::from_utf8_lossy`).
 pub fn sasl(data: &[u8]) {
     let [selector, rest @ ..] = data else {
         return;
     };
     if selector & 1 == 0 {
         <SaslScram as Entry>::run(data);
+        return;
+    }
+    if selector & 2 != 0 {
+        <SaslMskIam as Entry>::run(rest);
+        <AwsHttp as Entry>::run(rest);
         return;
     }
     let Ok(config) = std::str::from_utf8(rest) else {

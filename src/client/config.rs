@@ -132,6 +132,11 @@ impl ClientConfig {
                     .into(),
             ));
         }
+        if sasl.mechanism == SaslMechanism::AwsMskIam && sasl.aws_credentials.is_none() {
+            return Err(Error::Config(
+                "`sasl.mechanism=AWS_MSK_IAM` needs an AWS credentials provider".into(),
+            ));
+        }
         Ok(Some(sasl.clone()))
     }
 

@@ -5,6 +5,7 @@
 //! `ruststream`, so it could be published on its own.
 
 mod admin;
+pub(crate) mod aws;
 mod cluster;
 mod config;
 pub mod consumer;
@@ -40,6 +41,7 @@ use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 
 pub use admin::{Admin, GroupDescription, NewTopic, OffsetSpec};
+pub use aws::{AwsCredentialChain, AwsCredentials, AwsCredentialsFuture, AwsCredentialsProvider};
 pub use cluster::{BrokerInfo, LeaderHint, Metadata, MetadataRecovery, PartitionInfo, TopicInfo};
 pub use config::{Acks, ClientConfig, ProducerConfig};
 pub(crate) use config::{bootstrap_list_shown, without_userinfo};

@@ -6,7 +6,10 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use super::aws::AwsCredentialsProvider;
 
 /// `security.protocol`: whether connections use TLS, SASL, both or neither.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -185,6 +188,10 @@ pub enum SaslMechanism {
     ScramSha512,
     /// `OAUTHBEARER` (RFC 7628) with tokens from a [`TokenProvider`].
     OAuthBearer,
+    /// `AWS_MSK_IAM`, Amazon MSK's IAM access control, with credentials from an
+    /// [`AwsCredentialsProvider`](crate::client::AwsCredentialsProvider) (not a librdkafka
+    /// mechanism; aws-msk-iam-auth's and franz-go's).
+    AwsMskIam,
 }
 
 impl SaslMechanism {
@@ -196,6 +203,7 @@ impl SaslMechanism {
             "SCRAM-SHA-256" => Some(Self::ScramSha256),
             "SCRAM-SHA-512" => Some(Self::ScramSha512),
             "OAUTHBEARER" => Some(Self::OAuthBearer),
+            "AWS_MSK_IAM" => Some(Self::AwsMskIam),
             _ => None,
         }
     }
@@ -208,6 +216,7 @@ impl SaslMechanism {
             Self::ScramSha256 => "SCRAM-SHA-256",
             Self::ScramSha512 => "SCRAM-SHA-512",
             Self::OAuthBearer => "OAUTHBEARER",
+            Self::AwsMskIam => "AWS_MSK_IAM",
         }
     }
 }
@@ -248,6 +257,11 @@ pub struct SaslConfig {
     pub password: Secret,
     /// Where OAUTHBEARER tokens come from.
     pub token_provider: Option<TokenProvider>,
+    /// Where `AWS_MSK_IAM` credentials come from.
+    pub aws_credentials: Option<Arc<dyn AwsCredentialsProvider>>,
+    /// The region `AWS_MSK_IAM` signs for; `None`: the broker's host name tells
+    /// (`b-1.<cluster>.kafka.<region>.amazonaws.com`), else the provider (`AWS_REGION`).
+    pub aws_region: Option<String>,
 }
 
 impl SaslConfig {
@@ -263,6 +277,8 @@ impl SaslConfig {
             username: Secret::new(username),
             password: Secret::new(password),
             token_provider: None,
+            aws_credentials: None,
+            aws_region: None,
         }
     }
 
@@ -274,6 +290,23 @@ impl SaslConfig {
             username: Secret::default(),
             password: Secret::default(),
             token_provider: Some(provider),
+            aws_credentials: None,
+            aws_region: None,
+        }
+    }
+
+    /// `AWS_MSK_IAM` with credentials from `credentials`: an
+    /// [`AwsCredentialChain`](crate::client::AwsCredentialChain) for the AWS SDKs' chain, or
+    /// fixed [`AwsCredentials`](crate::client::AwsCredentials).
+    #[must_use]
+    pub fn aws_msk_iam(credentials: Arc<dyn AwsCredentialsProvider>) -> Self {
+        SaslConfig {
+            mechanism: SaslMechanism::AwsMskIam,
+            username: Secret::default(),
+            password: Secret::default(),
+            token_provider: None,
+            aws_credentials: Some(credentials),
+            aws_region: None,
         }
     }
 }
@@ -288,6 +321,11 @@ impl fmt::Debug for SaslConfig {
                 "token_provider",
                 &self.token_provider.as_ref().map(|_| "fn"),
             )
+            .field(
+                "aws_credentials",
+                &self.aws_credentials.as_ref().map(|_| "provider"),
+            )
+            .field("aws_region", &self.aws_region)
             .finish()
     }
 }

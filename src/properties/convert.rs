@@ -27,8 +27,7 @@ use crate::client::{
     Acks, CaSource, ClientConfig, ClientRole, Codec, ConsumerConfig, GroupProtocol, IsolationLevel,
     Keystore, MetadataRecovery, OffsetReset, Partitioner, Pem, ProducerConfig, SaslConfig,
     SaslMechanism, Secret, SecurityConfig, SecurityProtocol, TlsConfig, TokenProvider,
-    unsecured_jwt_provider,
-    without_userinfo,
+    unsecured_jwt_provider, without_userinfo,
 };
 
 use super::finalize::assignor_names;
@@ -219,6 +218,12 @@ fn security_config(s: &Settings) -> SecurityConfig {
                 s.str(id::SASL_USERNAME).unwrap_or_default(),
                 s.str(id::SASL_PASSWORD).unwrap_or_default(),
             );
+            if mechanism == SaslMechanism::AwsMskIam {
+                // The AWS SDKs' chain over this process's environment, read once per client.
+                sasl.aws_credentials = Some(std::sync::Arc::new(
+                    crate::client::AwsCredentialChain::from_environment(),
+                ));
+            }
             if mechanism == SaslMechanism::OAuthBearer {
                 sasl.token_provider = oauthbearer_provider(s);
             }

@@ -32,7 +32,8 @@
 //!    trailing spaces kept, as librdkafka parses them), and eager and cooperative ones not mixed.
 //!    librdkafka checks this for producers too.
 //! 5. With `security.protocol` `sasl_plaintext` or `sasl_ssl`: the mechanism (exact case) must be
-//!    `PLAIN`, `SCRAM-SHA-*` or `OAUTHBEARER`, and `GSSAPI` has no provider here (librdkafka's
+//!    `PLAIN`, `SCRAM-SHA-*`, `OAUTHBEARER` or (this crate's addition, which librdkafka refuses
+//!    as `Unsupported SASL mechanism`) `AWS_MSK_IAM`, and `GSSAPI` has no provider here (librdkafka's
 //!    "No provider for SASL mechanism GSSAPI", with this crate's reason); PLAIN and SCRAM need
 //!    `sasl.username` and `sasl.password`; SCRAM needs SHA-1, SHA-256 or SHA-512.
 //!
@@ -566,12 +567,14 @@ fn sasl_provider(s: &Settings) -> Result<(), String> {
             return Err(
                 "No provider for SASL mechanism GSSAPI: ruststream-kafka has no Kerberos \
                  implementation. Available mechanisms: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, \
-                 OAUTHBEARER"
+                 OAUTHBEARER, AWS_MSK_IAM"
                     .to_owned(),
             );
         }
         "PLAIN" => true,
-        "OAUTHBEARER" => false,
+        // AWS_MSK_IAM is not librdkafka's: Amazon MSK's IAM mechanism, credentials from the
+        // AWS chain.
+        "OAUTHBEARER" | "AWS_MSK_IAM" => false,
         m if m.starts_with("SCRAM-SHA-") => true,
         m => return Err(format!("Unsupported SASL mechanism: {m}")),
     };

@@ -32,6 +32,7 @@ mod in_process;
 mod in_process_handover;
 mod in_process_smoke;
 mod lifecycle;
+mod msk_iam;
 mod oidc;
 mod positions;
 mod prelude;

@@ -134,7 +134,7 @@ impl TlsConnector {
     }
 
     /// Runs the TLS handshake on `stream`, checking the certificate against `address`'s host.
-    pub(super) async fn connect(
+    pub(crate) async fn connect(
         &self,
         address: &str,
         stream: TcpStream,

@@ -180,6 +180,39 @@ fn sasl_mechanisms() {
     assert!(props(&[("sasl.mechanism", "GSSAPI")]).consumer().is_ok());
 }
 
+/// `AWS_MSK_IAM` is this crate's addition to librdkafka's mechanisms: accepted in its exact
+/// case without a user name or password; any other spelling keeps librdkafka's refusal.
+#[test]
+fn msk_iam_is_accepted_as_a_mechanism_and_other_spellings_are_not() {
+    // `sasl_ssl` needs the `ssl` feature, as any mechanism does.
+    let protocols: &[&str] = if cfg!(feature = "ssl") {
+        &["sasl_ssl", "sasl_plaintext"]
+    } else {
+        &["sasl_plaintext"]
+    };
+    for &protocol in protocols {
+        let pairs = [
+            ("security.protocol", protocol),
+            ("sasl.mechanism", "AWS_MSK_IAM"),
+        ];
+        assert!(props(&pairs).consumer().is_ok(), "{protocol}");
+        assert!(props(&pairs).producer().is_ok(), "{protocol}");
+    }
+    for spelling in ["aws_msk_iam", "AWS-MSK-IAM", "AWS_MSK_IAM_OAUTHBEARER"] {
+        assert_eq!(
+            consumer_refusal(&[
+                ("security.protocol", "sasl_plaintext"),
+                ("sasl.mechanism", spelling)
+            ]),
+            format!("Unsupported SASL mechanism: {spelling}")
+        );
+    }
+    assert!(
+        consumer_refusal(&[("security.protocol", "sasl_plaintext")])
+            .ends_with("OAUTHBEARER, AWS_MSK_IAM")
+    );
+}
+
 #[test]
 fn consumer_group_timeouts() {
     assert_eq!(

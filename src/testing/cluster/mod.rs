@@ -17,6 +17,7 @@ pub(crate) mod groups;
 mod list_offsets;
 mod log;
 mod metadata;
+mod msk_iam;
 mod produce;
 mod producers;
 pub(crate) mod server;
@@ -38,6 +39,7 @@ use crate::client::memory::{self, MemoryEndpoint};
 use crate::testing::faults::{FaultState, Faults};
 
 pub use direct::Refusal;
+pub use msk_iam::MskIamAuthority;
 pub(crate) use state::State;
 
 static NEXT_CLUSTER: AtomicU64 = AtomicU64::new(1);
@@ -130,6 +132,8 @@ pub(crate) struct Shared {
     pub(crate) round_robin: AtomicU64,
     /// Run after every request the cluster answers (the in-process harness count).
     change_hook: OnceLock<ChangeHook>,
+    /// `AWS_MSK_IAM` on the TCP listeners, once required.
+    pub(crate) msk_iam: OnceLock<Arc<MskIamAuthority>>,
 }
 
 type ChangeHook = Box<dyn Fn() + Send + Sync>;
@@ -274,6 +278,7 @@ impl EmbeddedCluster {
             endpoints: Mutex::new(Vec::new()),
             faults,
             change_hook: OnceLock::new(),
+            msk_iam: OnceLock::new(),
             round_robin: AtomicU64::new(0),
         });
         let mut endpoints = Vec::new();
@@ -294,6 +299,13 @@ impl EmbeddedCluster {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = endpoints;
         EmbeddedCluster { shared }
+    }
+
+    /// Makes the TCP listeners require `AWS_MSK_IAM` authentication verified by `authority`
+    /// (the in-memory pipes stay open); connections accepted before keep their state. A second
+    /// authority is ignored: the answer is the one in force.
+    pub fn require_msk_iam(&self, authority: Arc<MskIamAuthority>) -> Arc<MskIamAuthority> {
+        self.shared.msk_iam.get_or_init(|| authority).clone()
     }
 
     /// The in-memory bootstrap list (`embedded-<cluster>-<node>:9092,...`): any client of this

@@ -65,6 +65,11 @@ where
 {
     let (mut reader, mut writer) = tokio::io::split(stream);
     let mut dropped = shared.faults.watch(node);
+    let authority = match listener {
+        Listener::Tcp => shared.msk_iam.get().cloned(),
+        Listener::Memory => None,
+    };
+    let mut session = super::msk_iam::Session::new(authority);
     let serving = async {
         loop {
             let length = match reader.read_i32().await {
@@ -78,7 +83,9 @@ where
                 .ok_or_else(|| Close::Malformed(format!("request frame of {length} bytes")))?;
             let mut frame = BytesMut::zeroed(length);
             reader.read_exact(&mut frame).await?;
-            let Some(answer) = answer(&shared, node, listener, frame.freeze()).await? else {
+            let Some(answer) =
+                answer(&shared, node, listener, frame.freeze(), &mut session).await?
+            else {
                 continue;
             };
             writer.write_all(&answer).await?;
@@ -164,6 +171,7 @@ async fn answer(
     node: i32,
     listener: Listener,
     frame: Bytes,
+    session: &mut super::msk_iam::Session,
 ) -> Result<Option<Bytes>, Close> {
     let Framed {
         api,
@@ -179,6 +187,16 @@ async fn answer(
         listener,
         client_id: client_id.as_deref(),
     };
+    session.admit(api)?;
+    if matches!(api, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) {
+        let body = session.handle(&cx, api, frame)?;
+        return Ok(Some(frame_response(
+            api,
+            version,
+            header.correlation_id,
+            &body.unwrap_or_default(),
+        )?));
+    }
     let planned = shared.faults.next(api);
     if planned.close {
         return Err(Close::Fault);
@@ -204,6 +222,22 @@ async fn answer(
     let Some(body) = body else {
         return Ok(None);
     };
+    Ok(Some(frame_response(
+        api,
+        version,
+        header.correlation_id,
+        &body,
+    )?))
+}
+
+/// A response frame: length, correlation id, the header's tagged fields where its version has
+/// them, the body.
+fn frame_response(
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &[u8],
+) -> Result<Bytes, Close> {
     let response_header_version = if api == ApiKey::ApiVersions {
         0
     } else {
@@ -211,16 +245,16 @@ async fn answer(
     };
     let mut out = BytesMut::with_capacity(body.len() + 9);
     out.put_i32(0);
-    out.put_i32(header.correlation_id);
+    out.put_i32(correlation_id);
     if response_header_version >= 1 {
         // No tagged fields in the response header.
         out.put_u8(0);
     }
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
     let length = i32::try_from(out.len() - 4)
         .map_err(|_| Close::Malformed("response too large".to_owned()))?;
     out[..4].copy_from_slice(&length.to_be_bytes());
-    Ok(Some(out.freeze()))
+    Ok(out.freeze())
 }
 
 /// Decodes a request body at the connection's version.

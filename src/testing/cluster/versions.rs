@@ -37,6 +37,9 @@ pub(crate) const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::EndTxn, 0, 5),
     (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    // SASL for `AWS_MSK_IAM` on the TCP listeners (`msk_iam`); KIP-152 framing only.
+    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// The feature that turns the KIP-890 transaction protocol on at level 2.

@@ -5,6 +5,7 @@
 //! The same exchange runs again on a live connection to re-authenticate (KIP-368) before the
 //! session lifetime the broker announced runs out; see `Connection`.
 
+mod msk_iam;
 mod oauthbearer;
 mod plain;
 mod scram;
@@ -172,8 +173,65 @@ pub(super) async fn authenticate(
             }
             answer
         }
+        SaslMechanism::AwsMskIam => aws_msk_iam(link, config, version, timeout).await?,
     };
     tracing::debug!(broker = %link.address(), mechanism = mechanism.name(), "authenticated");
     let lifetime = u64::try_from(last.session_lifetime_ms).unwrap_or(0);
     Ok((lifetime > 0).then(|| Duration::from_millis(lifetime)))
+}
+
+/// The host of `host:port` or `[v6]:port`.
+fn host_of(address: &str) -> &str {
+    if let Some(rest) = address.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    address.rsplit_once(':').map_or(address, |(host, _)| host)
+}
+
+/// `AWS_MSK_IAM`: credentials from the provider, the region from the configuration, the
+/// broker's host name or the provider, one signed message, the broker's JSON answer.
+async fn aws_msk_iam(
+    link: &impl Exchange,
+    config: &SaslConfig,
+    version: i16,
+    timeout: Duration,
+) -> Result<SaslAuthenticateResponse> {
+    let provider = config
+        .aws_credentials
+        .as_ref()
+        .ok_or_else(|| refused(link, "AWS_MSK_IAM needs an AWS credentials provider"))?;
+    let host = host_of(link.address());
+    let region = config
+        .aws_region
+        .clone()
+        .or_else(|| crate::client::aws::region_from_host(host))
+        .or_else(|| provider.region())
+        .ok_or_else(|| {
+            refused(
+                link,
+                format!(
+                    "AWS_MSK_IAM: the broker host {host} does not name an AWS region and none \
+                     is configured (set AWS_REGION)"
+                ),
+            )
+        })?;
+    let credentials = provider
+        .credentials()
+        .await
+        .map_err(|e| refused(link, format!("AWS_MSK_IAM: {e}")))?;
+    let message = msk_iam::message(&credentials, host, &region, std::time::SystemTime::now());
+    let answer = step(link, version, timeout, message).await?;
+    check(link, &answer).map_err(|e| match e {
+        Error::Authentication { broker, reason } => Error::Authentication {
+            broker,
+            reason: format!(
+                "AWS_MSK_IAM refused access key {} in {region}: {reason}",
+                credentials.access_key_id
+            ),
+        },
+        other => other,
+    })?;
+    let request_id = msk_iam::read_answer(&answer.auth_bytes).map_err(|e| refused(link, e))?;
+    tracing::debug!(broker = %link.address(), %request_id, "AWS_MSK_IAM accepted");
+    Ok(answer)
 }
