@@ -303,3 +303,30 @@ pub fn logs() {
             .try_init();
     }
 }
+
+/// Starts the fault proxy in this process on the routes `scripts/kafka env` gives
+/// (`KAFKA_CHAOS_LISTENERS`) and returns its routes. Panics (failing the test) when the
+/// variables are missing: the 3-node cluster is needed.
+pub async fn chaos_proxy() -> Vec<std::sync::Arc<chaos_proxy::route::Route>> {
+    let listeners = std::env::var("KAFKA_CHAOS_LISTENERS").unwrap_or_else(|_| {
+        panic!("KAFKA_CHAOS_LISTENERS is not set: eval \"$(scripts/kafka env | sed 's/^/export /')\" after scripts/kafka up --nodes 3")
+    });
+    let mut routes = Vec::new();
+    for spec in listeners.split(';').filter(|s| !s.is_empty()) {
+        match chaos_proxy::cli::parse_route(spec) {
+            Ok(r) => routes.push(r),
+            Err(e) => panic!("KAFKA_CHAOS_LISTENERS: {e}"),
+        }
+    }
+    let config = chaos_proxy::cli::Config {
+        control: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        routes,
+    };
+    let proxy = match chaos_proxy::Proxy::bind(&config).await {
+        Ok(p) => p,
+        Err(e) => panic!("the fault proxy: {e}"),
+    };
+    let routes = proxy.routes().to_vec();
+    tokio::spawn(proxy.run());
+    routes
+}

@@ -1111,31 +1111,12 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 /// (`KAFKA_CHAOS_LISTENERS`); returns its routes and the bootstrap list through it. Panics
 /// (failing the test) when the variables are missing: the 3-node cluster is needed.
 async fn chaos_proxy_in_front() -> (Vec<std::sync::Arc<chaos_proxy::route::Route>>, String) {
-    let listeners = std::env::var("KAFKA_CHAOS_LISTENERS").unwrap_or_else(|_| {
-        panic!("KAFKA_CHAOS_LISTENERS is not set: eval \"$(scripts/kafka env | sed 's/^/export /')\" after scripts/kafka up --nodes 3")
-    });
-    let mut routes = Vec::new();
-    for spec in listeners.split(';').filter(|s| !s.is_empty()) {
-        match chaos_proxy::cli::parse_route(spec) {
-            Ok(r) => routes.push(r),
-            Err(e) => panic!("KAFKA_CHAOS_LISTENERS: {e}"),
-        }
-    }
+    let routes = protocol_tests::chaos_proxy().await;
     let bootstrap = routes
         .iter()
-        .map(|r| r.listen.to_string())
+        .map(|r| r.listen().to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let config = chaos_proxy::cli::Config {
-        control: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        routes,
-    };
-    let proxy = match chaos_proxy::Proxy::bind(&config).await {
-        Ok(p) => p,
-        Err(e) => panic!("the fault proxy: {e}"),
-    };
-    let routes = proxy.routes().to_vec();
-    tokio::spawn(proxy.run());
     (routes, bootstrap)
 }
 

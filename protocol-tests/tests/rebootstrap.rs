@@ -91,27 +91,7 @@ impl FrontDoor {
 /// The fault proxy on `KAFKA_CHAOS_LISTENERS`' routes, in this process. Panics (failing the
 /// test) without the 3-node cluster's variables.
 async fn proxy() -> Vec<Arc<chaos_proxy::route::Route>> {
-    let listeners = std::env::var("KAFKA_CHAOS_LISTENERS").unwrap_or_else(|_| {
-        panic!("KAFKA_CHAOS_LISTENERS is not set: eval \"$(scripts/kafka env | sed 's/^/export /')\" after scripts/kafka up --nodes 3")
-    });
-    let mut routes = Vec::new();
-    for spec in listeners.split(';').filter(|s| !s.is_empty()) {
-        match chaos_proxy::cli::parse_route(spec) {
-            Ok(r) => routes.push(r),
-            Err(e) => panic!("KAFKA_CHAOS_LISTENERS: {e}"),
-        }
-    }
-    let config = chaos_proxy::cli::Config {
-        control: SocketAddr::from(([127, 0, 0, 1], 0)),
-        routes,
-    };
-    let proxy = match chaos_proxy::Proxy::bind(&config).await {
-        Ok(p) => p,
-        Err(e) => panic!("the fault proxy: {e}"),
-    };
-    let routes = proxy.routes().to_vec();
-    tokio::spawn(proxy.run());
-    routes
+    protocol_tests::chaos_proxy().await
 }
 
 fn addresses(client: &Client) -> Vec<String> {

@@ -12,5 +12,5 @@ pub mod faults;
 pub(crate) mod link;
 mod testable;
 
-pub use cluster::{ClusterOptions, EmbeddedCluster, MskIamAuthority, Refusal};
+pub use cluster::{ClusterOptions, EmbeddedCluster, MskIamAuthority, Refusal, iso8601};
 pub use faults::Faults;

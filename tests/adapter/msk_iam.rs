@@ -14,7 +14,7 @@ use ruststream_kafka::client::{
     AwsCredentialChain, AwsCredentialsProvider, Client, ClientConfig, Producer, ProducerConfig,
     ProducerRecord, SaslConfig, SecurityProtocol, reauthentications,
 };
-use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster, MskIamAuthority};
+use ruststream_kafka::testing::{ClusterOptions, EmbeddedCluster, MskIamAuthority, iso8601};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -103,31 +103,6 @@ async fn http_double(handler: Handler) -> (String, Arc<Mutex<Vec<Seen>>>) {
         }
     });
     (url, seen)
-}
-
-fn iso8601(t: SystemTime) -> String {
-    // Days and seconds since the epoch to a civil date, UTC.
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs();
-    let days = i64::try_from(secs / 86_400).expect("small");
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let rest = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
 }
 
 /// An embedded cluster whose TCP listener requires `AWS_MSK_IAM` under `authority`.

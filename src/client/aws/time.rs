@@ -40,17 +40,34 @@ fn days_in_month(year: i64, month: u32) -> u32 {
 
 /// `t` as `SigV4`'s `X-Amz-Date`: `YYYYMMDDTHHMMSSZ`, UTC.
 pub(crate) fn amz_date(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 2));
-    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
-    let rest = secs.rem_euclid(86_400);
+    let (year, month, day, rest) = civil(t);
     format!(
         "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
         rest / 3600,
         rest % 3600 / 60,
         rest % 60
     )
+}
+
+/// `t` as the ISO 8601 the credential sources read (`Expiration` of IMDS and STS):
+/// `YYYY-MM-DDTHH:MM:SSZ`, UTC.
+pub(crate) fn iso8601(t: SystemTime) -> String {
+    let (year, month, day, rest) = civil(t);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// `t`'s civil date in UTC and the seconds of its day.
+fn civil(t: SystemTime) -> (i64, u32, u32, i64) {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX / 2));
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    (year, month, day, secs.rem_euclid(86_400))
 }
 
 fn number(digits: &str) -> Option<u32> {

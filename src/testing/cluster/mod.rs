@@ -39,7 +39,7 @@ use crate::client::memory::{self, MemoryEndpoint};
 use crate::testing::faults::{FaultState, Faults};
 
 pub use direct::Refusal;
-pub use msk_iam::MskIamAuthority;
+pub use msk_iam::{MskIamAuthority, iso8601};
 pub(crate) use state::State;
 
 static NEXT_CLUSTER: AtomicU64 = AtomicU64::new(1);

@@ -26,6 +26,13 @@ use super::server::{Close, Cx, decode, encode};
 use crate::client::aws::json::{field, parse_flat_object};
 use crate::client::aws::time::parse_amz_date;
 
+/// `t` in the ISO 8601 form (`2026-12-05T08:00:00Z`) that IMDS and STS give credentials'
+/// expiry in, for doubles of them.
+#[must_use]
+pub fn iso8601(t: SystemTime) -> String {
+    crate::client::aws::time::iso8601(t)
+}
+
 const MECHANISM: &str = "AWS_MSK_IAM";
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 const ILLEGAL_SASL_STATE: i16 = 34;
