@@ -16,7 +16,7 @@ pub(crate) fn parse_flat_object(text: &[u8]) -> Result<Vec<(String, String)>, St
     let text = std::str::from_utf8(text).map_err(|_| "JSON that is not UTF-8".to_owned())?;
     let mut reader = Reader { text, at: 0 };
     reader.skip_space();
-    reader.expect('{')?;
+    reader.consume('{')?;
     let mut members: Vec<(String, String)> = Vec::new();
     reader.skip_space();
     if reader.peek() == Some('}') {
@@ -26,7 +26,7 @@ pub(crate) fn parse_flat_object(text: &[u8]) -> Result<Vec<(String, String)>, St
             reader.skip_space();
             let key = reader.string()?;
             reader.skip_space();
-            reader.expect(':')?;
+            reader.consume(':')?;
             reader.skip_space();
             let value = reader.scalar()?;
             if members.iter().any(|(k, _)| *k == key) {
@@ -81,7 +81,7 @@ impl Reader<'_> {
         }
     }
 
-    fn expect(&mut self, wanted: char) -> Result<(), String> {
+    fn consume(&mut self, wanted: char) -> Result<(), String> {
         match self.next() {
             Some(c) if c == wanted => Ok(()),
             _ => Err(format!("JSON: `{wanted}` expected at byte {}", self.at)),
@@ -99,7 +99,7 @@ impl Reader<'_> {
     }
 
     fn string(&mut self) -> Result<String, String> {
-        self.expect('"')?;
+        self.consume('"')?;
         let mut out = String::new();
         loop {
             match self.next() {

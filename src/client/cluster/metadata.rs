@@ -185,7 +185,25 @@ impl Metadata {
     /// The leader's node id and epoch for a partition, if it currently has a leader.
     #[must_use]
     pub fn leader(&self, topic: &str, partition: i32) -> Option<(i32, i32)> {
-        let info = self.topics.get(topic)?;
+        self.leader_of(self.topics.get(topic)?, partition)
+    }
+
+    /// [`leader`](Self::leader) and [`topic_id`](Self::topic_id) with one lookup of the
+    /// topic (the producer asks both for every partition it sends to).
+    #[must_use]
+    pub fn leader_and_topic_id(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> (Option<(i32, i32)>, Option<uuid_bytes::Uuid>) {
+        let Some(info) = self.topics.get(topic) else {
+            return (None, None);
+        };
+        let id = Some(info.id).filter(|id| *id != uuid_bytes::NIL);
+        (self.leader_of(info, partition), id)
+    }
+
+    fn leader_of(&self, info: &TopicInfo, partition: i32) -> Option<(i32, i32)> {
         let p = info.partitions.get(usize::try_from(partition).ok()?)?;
         (p.leader >= 0 && self.brokers.contains_key(&p.leader))
             .then_some((p.leader, p.leader_epoch))

@@ -340,10 +340,13 @@ impl Sender {
                     until.into_iter().for_each(&mut wake_at);
                     continue;
                 }
-                let leader = self.shared.client.with_metadata(|m| {
-                    recreated_sequenced |= fail_recreated(m, queue, topic, &mut released);
-                    m.leader(topic, partition)
-                });
+                // One lookup of the topic for both; the batches are failed outside the
+                // metadata's lock.
+                let (leader, topic_id) = self
+                    .shared
+                    .client
+                    .with_metadata(|m| m.leader_and_topic_id(topic, partition));
+                recreated_sequenced |= fail_recreated(topic_id, queue, topic, &mut released);
                 let Some((node, _epoch)) = leader.filter(|_| !queue.ready.is_empty()) else {
                     topics.push(topic.clone());
                     continue;

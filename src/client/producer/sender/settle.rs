@@ -18,7 +18,7 @@ use super::super::accumulator::{ClosedBatch, OpenBatch, PartitionQueue, State};
 use super::super::completion::{Outcome, Promise};
 use super::super::transaction::{Origin, TxnState, classify};
 use crate::client::ResponseError;
-use crate::client::cluster::{Metadata, NIL_TOPIC_ID};
+use crate::client::cluster::{NIL_TOPIC_ID, TopicId};
 use crate::client::error::Error;
 use crate::client::observe::{Event as Observed, Interest, Observers};
 
@@ -341,16 +341,17 @@ pub(super) fn drop_queued(
 }
 
 /// Fails the batches at the front of `queue` that were placed for another topic than the one
-/// the name `topic` has in `metadata` (it was deleted and created again): their records go
-/// to the topic they were published to or nowhere. Says whether any had a sequence number.
+/// the name `topic` now has (`current`, from the metadata: it was deleted and created again):
+/// their records go to the topic they were published to or nowhere. Says whether any had a
+/// sequence number.
 pub(super) fn fail_recreated(
-    metadata: &Metadata,
+    current: Option<TopicId>,
     queue: &mut PartitionQueue,
     topic: &Arc<str>,
     released: &mut Released,
 ) -> bool {
     let mut sequenced = false;
-    let Some(current) = metadata.topic_id(topic) else {
+    let Some(current) = current else {
         return false;
     };
     while queue
