@@ -7,6 +7,8 @@
 //! wire; every other header is sent as a wire header, and a message without headers sends no
 //! header list at all. Size is checked as librdkafka checks it against `message.max.bytes`.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -48,22 +50,66 @@ pub(crate) fn under_way(state: &BrokerState) -> Option<crate::handover::Mark> {
 }
 
 /// Waits until the subscriptions of this connection hold the delivered record ready, where
-/// the transport promises it (in process); nothing on a live connection.
-pub(crate) async fn hand_over(state: &BrokerState, report: &RecordMetadata) {
-    crate::handover::handed_over(state.handover(), Some((&report.topic, report.partition))).await;
+/// the transport promises it (in process); `None`, nothing to wait for, on a live connection.
+///
+/// The wait is boxed: only the in-process transport has one, and a publish's future (which a
+/// caller with many publishes in flight keeps one of per record) stays small without it.
+pub(crate) fn hand_over<'a>(
+    state: &'a BrokerState,
+    report: &'a RecordMetadata,
+) -> Option<Pin<Box<impl Future<Output = ()> + Send + 'a>>> {
+    let handover = state.handover()?;
+    Some(Box::pin(crate::handover::handed_over(
+        Some(handover),
+        Some((&report.topic, report.partition)),
+    )))
 }
 
 /// Sends `record` and waits for its delivery report.
 pub(crate) async fn send(
     producer: &Producer,
-    record: &Outgoing<'_>,
+    record: Outgoing<'_>,
     queue_timeout: Option<Duration>,
 ) -> Result<RecordMetadata, KafkaError> {
-    let queued = match queue_timeout {
-        Some(bound) => producer.send_ref_timeout(record.borrowed(), bound).await,
-        None => producer.send_ref(record.borrowed()).await,
+    let queued = match queue(producer, record, queue_timeout) {
+        Queued::Now(queued) => queued,
+        Queued::Waiting(wait) => wait.await,
     };
-    report(queued).await
+    let delivery = queued.map_err(KafkaError::publish)?;
+    delivery.await.map_err(KafkaError::publish)
+}
+
+/// Queues `record`: the delivery future, or why it was not queued, at once, or the wait for
+/// them.
+///
+/// Called in the poll of the publish that owns the record, it queues the record there and
+/// then where its topic's partitions are known and the queue has room, the common case, and
+/// the record is not kept. Otherwise the record moves into a boxed future that learns the
+/// topic or waits for room (bounded by `queue_timeout`): rare, and kept out of every publish's
+/// future, which a caller with many publishes in flight keeps one of per record.
+pub(crate) fn queue<'a>(
+    producer: &'a Producer,
+    record: Outgoing<'a>,
+    queue_timeout: Option<Duration>,
+) -> Queued<'a> {
+    match producer.try_send_ref(record.borrowed()) {
+        Ok(Some(delivery)) => Queued::Now(Ok(delivery)),
+        Err(e) => Queued::Now(Err(e)),
+        Ok(None) => Queued::Waiting(Box::pin(async move {
+            match queue_timeout {
+                Some(bound) => producer.send_ref_timeout(record.borrowed(), bound).await,
+                None => producer.send_ref(record.borrowed()).await,
+            }
+        })),
+    }
+}
+
+/// What [`queue`] gives: the outcome at once, or the boxed wait for it.
+pub(crate) enum Queued<'a> {
+    /// Queued, or refused, in the call.
+    Now(Result<DeliveryFuture, ClientError>),
+    /// Learning the topic's partitions, or waiting for room in the queue.
+    Waiting(Pin<Box<dyn Future<Output = Result<DeliveryFuture, ClientError>> + Send + 'a>>),
 }
 
 /// Waits for the delivery report of a record that was queued, or reports why it was not.
@@ -113,10 +159,25 @@ impl Outgoing<'_> {
 pub(crate) fn producer_record<'a>(
     topic: &'a str,
     payload: &'a [u8],
-    mut headers: HeaderMap,
+    headers: HeaderMap,
     options: Option<&KafkaOptions>,
 ) -> Result<Outgoing<'a>, KafkaError> {
-    check_topic_name(topic).map_err(|e| KafkaError::Publish(KafkaError::text(e)))?;
+    check_destination(topic)?;
+    Ok(record_for(topic, payload, headers, options))
+}
+
+/// Refuses a destination that is no valid topic name, as a publish error.
+pub(crate) fn check_destination(topic: &str) -> Result<(), KafkaError> {
+    check_topic_name(topic).map_err(|e| KafkaError::Publish(KafkaError::text(e)))
+}
+
+/// [`producer_record`] for a destination already checked.
+pub(crate) fn record_for<'a>(
+    topic: &'a str,
+    payload: &'a [u8],
+    mut headers: HeaderMap,
+    options: Option<&KafkaOptions>,
+) -> Outgoing<'a> {
     // Most messages carry no headers: nothing to look up then.
     let key = if headers.is_empty() {
         None
@@ -137,11 +198,11 @@ pub(crate) fn producer_record<'a>(
             })
             .collect()
     };
-    Ok(Outgoing {
+    Outgoing {
         topic,
         partition: options.and_then(|o| o.partition_setting()),
         key,
         payload,
         headers: wire,
-    })
+    }
 }

@@ -11,7 +11,9 @@ use ruststream::{DefaultPublish, Lend, OutgoingMessage, PairError, PublishPolicy
 
 use crate::connection::{BrokerState, ConnectedKafkaBroker};
 use crate::error::KafkaError;
-use crate::produce::{KafkaOptions, hand_over, producer_record, send, under_way};
+use crate::produce::{
+    KafkaOptions, Queued, check_destination, hand_over, queue, record_for, under_way,
+};
 use crate::transactional::KafkaTransactionalPublish;
 
 /// Kafka's steps on the framework's publish builder: `out.message(&v).partition(2).publish()`.
@@ -120,18 +122,39 @@ impl Publisher for KafkaPublisher {
 
     /// Publishes one record and waits for the cluster's delivery report (durability per
     /// `acks`). Not cancel-safe: a dropped call may still deliver the record.
-    async fn publish(
+    ///
+    /// Nothing happens before the first poll. The body is an `async move` block rather than an
+    /// `async fn`, whose arguments would be stored twice in the future: a caller with many
+    /// publishes in flight keeps one future per record, and moves each as it goes.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn stores its arguments twice in its future"
+    )]
+    fn publish(
         &self,
         msg: OutgoingMessage<'_, &[u8]>,
         options: Option<&KafkaOptions>,
-    ) -> Result<(), KafkaError> {
-        let _under_way = under_way(&self.state);
-        let (name, payload, headers) = msg.into_parts();
-        self.state.ensure_open(name)?;
-        let record = producer_record(name, payload, headers, options)?;
-        let producer = self.state.producer().await?;
-        let report = send(producer, &record, self.queue_timeout).await?;
-        hand_over(&self.state, &report).await;
-        Ok(())
+    ) -> impl Future<Output = Result<(), KafkaError>> + Send {
+        async move {
+            let _under_way = under_way(&self.state);
+            self.state.ensure_open(msg.name())?;
+            check_destination(msg.name())?;
+            let producer = self.state.producer().await?;
+            // The record is made after the last await before it is queued: nothing of it is
+            // carried in this future's state.
+            let (name, payload, headers) = msg.into_parts();
+            let record = record_for(name, payload, headers, options);
+            // Queued in this poll where it can be; the record is not kept across an await then.
+            let queued = match queue(producer, record, self.queue_timeout) {
+                Queued::Now(queued) => queued,
+                Queued::Waiting(wait) => wait.await,
+            };
+            let delivery = queued.map_err(KafkaError::publish)?;
+            let report = delivery.await.map_err(KafkaError::publish)?;
+            if let Some(wait) = hand_over(&self.state, &report) {
+                wait.await;
+            }
+            Ok(())
+        }
     }
 }

@@ -393,9 +393,11 @@ impl Publisher for KafkaTransactionalPublisher {
             report(self.enqueue(&record).await).await?
         } else {
             let producer = inner.state.producer().await?;
-            send(producer, &record, inner.queue_timeout).await?
+            send(producer, record, inner.queue_timeout).await?
         };
-        hand_over(&inner.state, &delivery).await;
+        if let Some(wait) = hand_over(&inner.state, &delivery) {
+            wait.await;
+        }
         Ok(())
     }
 }

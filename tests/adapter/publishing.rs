@@ -230,3 +230,27 @@ async fn a_durable_producer_starts_and_delivers() {
     }
     assert_eq!(records(&topic, 0, 3).await.len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_is_small_and_does_nothing_before_its_first_poll() {
+    live::logs();
+    let topic = live::topic("lazy", 1).await;
+    let connected = live::connect(live::broker()).await;
+    let publisher = live::plain_publisher(&connected);
+    // The producer is open and the topic known: the next publish could be queued at once.
+    live::send(&publisher, &topic, b"first").await;
+    let unpolled = publisher.publish(OutgoingMessage::new(&topic, b"never"), None);
+    // A caller with many publishes in flight keeps one of these per record, and moves each
+    // into its set: 576 bytes until issue 20, 984 for ruststream-rdkafka 0.7.1's.
+    let size = std::mem::size_of_val(&unpolled);
+    assert!(size <= 192, "a publish's future is {size} bytes");
+    drop(unpolled);
+    live::send(&publisher, &topic, b"second").await;
+    let got = records(&topic, 0, 2).await;
+    let values: Vec<_> = got.iter().map(|r| r.value.as_deref()).collect();
+    assert_eq!(
+        values,
+        [Some(&b"first"[..]), Some(&b"second"[..])],
+        "a publish dropped before its first poll sent nothing"
+    );
+}

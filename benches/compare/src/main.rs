@@ -21,7 +21,7 @@
 //! - publish-1p, publish-1p-deep: the same into a topic of one partition (issue 20).
 //! - sequential: `COMPARE_SEQUENTIAL` publishes into one partition, each awaited before the
 //!   next (`acks=all`): records/s and the median p50 and p99 latency of one publish.
-//! - CPU us/record: the child's user + system time (`/proc/self/stat`, every thread,
+//! - CPU us/record: the child's user + system time (`CLOCK_PROCESS_CPUTIME_ID`, every thread,
 //!   librdkafka's C threads included, connect and start-up included) per record.
 //! - RSS: the child's peak resident set (`VmHWM`) at the end of its measurement.
 //! - allocations: `COMPARE_ALLOC_RECORDS` sequential publishes (as `sequential`) in a second
@@ -106,26 +106,12 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// The process's CPU time so far, user + system, in seconds (`/proc/self/stat` fields 14 and
-/// 15, in clock ticks of 10 ms), 0 if unknown.
+/// The process's CPU time so far, user + system, in seconds; 0 if unknown.
 fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // After the command name in parentheses, the fields from the third on.
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // utime is field 14 and stime field 15 of the whole line: 12 and 13 here (0-based,
-    // from field 3).
-    (ticks(11) + ticks(12)) as f64 / 100.0
+    // CLOCK_PROCESS_CPUTIME_ID: user and system time of every thread of the process, exact
+    // to the scheduler's accounting (the ticks of `/proc/self/stat` are 10 ms apart).
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
+        .map_or(0.0, |t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
 }
 
 fn env_usize(name: &str, default: usize) -> usize {

@@ -51,6 +51,8 @@ pub(crate) fn amz_date(t: SystemTime) -> String {
 
 /// `t` as the ISO 8601 the credential sources read (`Expiration` of IMDS and STS):
 /// `YYYY-MM-DDTHH:MM:SSZ`, UTC.
+// Only the embedded cluster's MSK IAM authority (and the tests) uses this form.
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn iso8601(t: SystemTime) -> String {
     let (year, month, day, rest) = civil(t);
     format!(
@@ -101,6 +103,8 @@ fn instant(
 }
 
 /// Reads `SigV4`'s `YYYYMMDDTHHMMSSZ`.
+// Only the embedded cluster's MSK IAM authority (and the tests) uses this form.
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn parse_amz_date(text: &str) -> Option<SystemTime> {
     let b = text.as_bytes();
     if !text.is_ascii() || b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {

@@ -372,7 +372,7 @@ impl Shared {
 
     /// The common case of [`enqueue`](Self::enqueue), without waiting: the record queued, or
     /// `None` when its topic must be learnt or the queue has no room.
-    fn enqueue_now(&self, record: &RecordRef<'_>) -> Result<Option<DeliveryFuture>> {
+    pub(super) fn enqueue_now(&self, record: &RecordRef<'_>) -> Result<Option<DeliveryFuture>> {
         let admitted = self.admit(record)?;
         Ok(match self.try_place(record, admitted)? {
             Placement::Placed { delivery, .. } => Some(delivery),
@@ -557,14 +557,20 @@ impl Shared {
         timestamp: i64,
     ) -> ((Arc<Completion>, u32), bool) {
         let limit = self.config.batch_size.min(self.config.message_max_bytes);
+        let limits = (limit, self.config.batch_num_messages);
         let mut wake = false;
-        if let Some(open) = &queue.open {
-            let next =
-                open.builder
-                    .size_of_next(timestamp, record.key, record.value, record.headers);
-            if open.builder.size() + next > limit
-                || open.builder.count() as usize >= self.config.batch_num_messages
-            {
+        // Its place in the batch (the offset delta the builder gives it), if the open batch
+        // takes it; else that batch is closed and the record opens the next.
+        let mut placed = None;
+        if let Some(open) = &mut queue.open {
+            placed = open.builder.push_within(
+                limits,
+                timestamp,
+                record.key,
+                record.value,
+                record.headers,
+            );
+            if placed.is_none() {
                 close_open(queue, topic, partition);
                 wake = true;
             }
@@ -581,10 +587,14 @@ impl Shared {
                 topic_id,
             }
         });
-        // Its place in the batch: the offset delta the builder gives it.
-        let index = open.builder.count().max(0) as u32;
-        open.builder
-            .push(timestamp, record.key, record.value, record.headers);
+        // A new batch takes its first record whatever its size: one over the limit goes
+        // alone (the broker judges it against its own limit).
+        let index = placed.unwrap_or_else(|| {
+            let index = open.builder.count().max(0) as u32;
+            open.builder
+                .push(timestamp, record.key, record.value, record.headers);
+            index
+        });
         open.bytes += size;
         let delivery = (open.promise.completion(), index);
         if open.builder.size() >= limit

@@ -275,6 +275,17 @@ impl Producer {
         self.shared.enqueue(record, None).await
     }
 
+    /// Queues `record` now if it can be queued without waiting: its topic's partitions are
+    /// known and the queue has room. `Ok(None)` otherwise, and nothing was queued (then
+    /// [`send_ref`](Self::send_ref) learns the topic or waits for room).
+    ///
+    /// It is the common case of `send_ref` without a future around it: a caller that keeps
+    /// one publish in flight per record (an `async` publish in a `FuturesUnordered`, say)
+    /// keeps its own future small by awaiting `send_ref` only when this gives `None`.
+    pub fn try_send_ref(&self, record: RecordRef<'_>) -> Result<Option<DeliveryFuture>> {
+        self.shared.enqueue_now(&record)
+    }
+
     /// Like [`send_ref`](Self::send_ref), but fails when no queue space frees up within
     /// `timeout`.
     ///

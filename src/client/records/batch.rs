@@ -533,6 +533,51 @@ impl BatchBuilder {
         }
         let delta = timestamp.wrapping_sub(self.base_timestamp);
         let body = record_body_size(self.count, delta, key, value, headers);
+        self.write(body, delta, timestamp, key, value, headers);
+    }
+
+    /// Appends a record if the batch stays within `max_bytes` (its [`size`](Self::size)) and
+    /// `max_records` with it, and gives its place in the batch; `None`, and nothing appended,
+    /// when it would not, or the batch is finished. The record's size is computed once, for
+    /// the check and the append alike.
+    pub fn push_within(
+        &mut self,
+        (max_bytes, max_records): (usize, usize),
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[Header],
+    ) -> Option<u32> {
+        let place = u32::try_from(self.count).ok()?;
+        if self.finished || place as usize >= max_records {
+            return None;
+        }
+        let delta = if self.count == 0 {
+            0
+        } else {
+            timestamp.wrapping_sub(self.base_timestamp)
+        };
+        let body = record_body_size(self.count, delta, key, value, headers);
+        if self.size() + varint_size(body as i32) + body > max_bytes {
+            return None;
+        }
+        if self.count == 0 {
+            self.base_timestamp = timestamp;
+        }
+        self.write(body, delta, timestamp, key, value, headers);
+        Some(place)
+    }
+
+    /// Writes a record whose body is `body` bytes at `delta` from the base timestamp.
+    fn write(
+        &mut self,
+        body: usize,
+        delta: i64,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[Header],
+    ) {
         let b = &mut self.buf;
         let before = b.len();
         b.reserve(body + 5);
@@ -814,6 +859,57 @@ mod tests {
         let predicted = b.size_of_next(5, Some(b"key"), Some(&[0u8; 300]), &headers);
         b.push(5, Some(b"key"), Some(&[0u8; 300]), &headers);
         assert_eq!(b.size(), BATCH_HEADER_SIZE + predicted);
+    }
+
+    #[test]
+    fn pushing_within_limits_writes_what_push_writes_and_stops_at_either_limit() {
+        let headers = [Header::new("h", Some(Bytes::from_static(b"v")))];
+        let (mut within, mut plain) = (BatchBuilder::new(0), BatchBuilder::new(0));
+        for i in 0..3_i64 {
+            let value = vec![b'x'; 100 + i as usize];
+            let place = within.push_within(
+                (usize::MAX, 3),
+                1_000 + 7 * i,
+                Some(b"k"),
+                Some(&value),
+                &headers,
+            );
+            assert_eq!(place, Some(i as u32), "its place in the batch");
+            plain.push(1_000 + 7 * i, Some(b"k"), Some(&value), &headers);
+        }
+        assert_eq!(
+            within.push_within((usize::MAX, 3), 1_030, None, Some(b"4th"), &[]),
+            None,
+            "a fourth record is over max_records"
+        );
+        let encode = |b: &mut BatchBuilder| {
+            b.finish(Codec::None, -1, ProducerState::NONE)
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            encode(&mut within),
+            encode(&mut plain),
+            "the same bytes as push"
+        );
+
+        let mut bounded = BatchBuilder::new(0);
+        let one = record_size(0, 0, None, Some(&[0u8; 50]), &[]);
+        let max_bytes = BATCH_HEADER_SIZE + one;
+        assert_eq!(
+            bounded.push_within((max_bytes, 10), 5, None, Some(&[0u8; 50]), &[]),
+            Some(0),
+            "exactly at the byte limit fits"
+        );
+        assert_eq!(
+            bounded.push_within((max_bytes, 10), 5, None, Some(&[0u8; 1]), &[]),
+            None,
+            "one byte more does not"
+        );
+        assert_eq!(
+            (bounded.count(), bounded.size()),
+            (1, max_bytes),
+            "nothing appended"
+        );
     }
 
     #[test]
