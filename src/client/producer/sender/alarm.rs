@@ -159,6 +159,10 @@ mod linux {
                 };
                 match self.fd.get_ref().0.wait() {
                     Ok(()) => {
+                        // The expiry is read, so the timer is not readable until it is armed
+                        // again and fires: said now, the next wait does not begin with a read
+                        // that finds nothing (a system call per linger).
+                        ready.clear_ready();
                         self.armed = None;
                         return;
                     }

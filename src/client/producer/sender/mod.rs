@@ -246,8 +246,13 @@ impl Sender {
             self.planned = requests;
             self.maybe_refresh();
             if sent_any {
-                // More may be sendable right away (the next batch of a partition).
-                tokio::task::yield_now().await;
+                // More may be sendable right away (the next batch of a partition): planned
+                // again at once. The loop yields only when its cooperative budget is spent, so
+                // that a sender that always has something to send leaves the worker to the
+                // tasks beside it. It yielded on every send before: each yield parked the
+                // worker once more and woke another thread, about a quarter of the CPU of a
+                // sequential publish.
+                tokio::task::coop::consume_budget().await;
                 continue;
             }
             let wake_at = next_wake.unwrap_or_else(|| Instant::now() + Duration::from_hours(1));
