@@ -507,6 +507,10 @@ async fn killing_the_transaction_coordinator_during_commit_never_commits_half() 
 }
 
 async fn commit_while_the_coordinator_dies(client: &Client, end_txn_in_flight: bool) {
+    // The first round restarted a node: until it has registered again the metadata lists two
+    // brokers, and a topic created then has two replicas, which one death leaves under
+    // `min.insync.replicas` (CI once spun five undecided commits on NOT_ENOUGH_REPLICAS so).
+    all_three_brokers(client).await;
     let topic = unique_topic("txn-failover");
     create_topic(client, &topic, 6).await;
     let id = unique_topic("txn-failover");
@@ -695,8 +699,8 @@ async fn initialized(client: &Client, id: &str) -> TransactionalProducer {
     producer
 }
 
-/// Waits up to `limit` until every partition of each of `topics` has a leader and every replica
-/// in sync. A test that then takes one node of three leaves two in sync, enough for
+/// Waits up to `limit` until every partition of each of `topics` has a leader and three
+/// replicas, all in sync. A test that then takes one node of three leaves two in sync, enough for
 /// `min.insync.replicas` 2: without the wait, a node an earlier fault restarted may still be
 /// catching up, and a transaction's markers then cannot be written until the killed node is
 /// back, which the test only does once the commit has an outcome.
@@ -711,7 +715,9 @@ async fn wait_until_fully_replicated(client: &Client, topics: &[&str], limit: Du
                     Some(info) if !info.partitions.is_empty() => info
                         .partitions
                         .iter()
-                        .filter(|p| p.leader < 0 || p.isr.len() < p.replicas.len())
+                        .filter(|p| {
+                            p.leader < 0 || p.replicas.len() < 3 || p.isr.len() < p.replicas.len()
+                        })
                         .map(|p| {
                             format!(
                                 "{topic}-{} isr {:?} of {:?}",
