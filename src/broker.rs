@@ -24,6 +24,7 @@ use ruststream::{
 use tokio::runtime::Handle;
 use tokio::sync::{OnceCell, watch};
 
+use crate::client::outlined::Outlined;
 use crate::client::{Client, Observer, Observers, TokenProvider};
 use crate::connection::{BrokerState, ConnectedKafkaBroker, Link, redacted_servers};
 use crate::eos::EosRegistry;
@@ -287,69 +288,78 @@ impl KafkaBroker {
 
     /// Connects: to the configured servers, or (in-process) to `link`'s cluster, whose
     /// address then replaces the servers in every client's configuration.
-    pub(crate) async fn open(self, link: Link) -> Result<ConnectedKafkaBroker, KafkaError> {
-        #[cfg(not(feature = "testing"))]
-        let _ = link;
-        self.check_servers()?;
-        #[allow(unused_mut, reason = "rewritten only in process")]
-        let mut base = self.base_properties();
-        #[cfg(feature = "testing")]
-        if let Some(link) = &link {
-            base.set("bootstrap.servers", link.cluster.bootstrap());
-        }
-        let producer_properties = Self::producer_properties(&base, &self.producer_config);
-        let producer = producer_properties
-            .producer()
-            .map_err(KafkaError::connect)?;
-        log_not_acted_on(&producer_properties);
-        let runtime = Handle::current();
-        let mut client_config = producer.client_config();
-        // every client of the broker reports to the statistics of `statistics.interval.ms`
-        let observers = crate::statistics::reporting(
-            &client_config.client_id,
-            client_config.statistics_interval,
-            &self.observers,
-        );
-        client_config.observers = observers.clone();
-        crate::connection::install_token_provider(&mut client_config, self.token_provider.as_ref());
-        let probe = Client::connect(client_config);
-        let client = match tokio::time::timeout(self.connect_timeout, probe).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(e)) => return Err(KafkaError::connect(e)),
-            Err(_) => {
-                return Err(KafkaError::Connect(KafkaError::text(format!(
-                    "no broker of {} answered within {:?}",
-                    redacted_servers(&self.servers).join(","),
-                    self.connect_timeout
-                ))));
+    #[inline(never)]
+    pub(crate) fn open(
+        self,
+        link: Link,
+    ) -> Outlined<'static, Result<ConnectedKafkaBroker, KafkaError>> {
+        Box::pin(async move {
+            #[cfg(not(feature = "testing"))]
+            let _ = link;
+            self.check_servers()?;
+            #[allow(unused_mut, reason = "rewritten only in process")]
+            let mut base = self.base_properties();
+            #[cfg(feature = "testing")]
+            if let Some(link) = &link {
+                base.set("bootstrap.servers", link.cluster.bootstrap());
             }
-        };
-        #[cfg(feature = "schema-registry")]
-        self.registry_edges.on_connect().await?;
-        Ok(ConnectedKafkaBroker {
-            state: Arc::new(BrokerState {
-                servers: self.servers,
-                default_group: self.default_group,
-                base,
-                producer_properties,
-                producer_settings: producer,
-                flush_timeout: self.flush_timeout,
-                assignment_timeout: self.assignment_timeout,
-                runtime,
-                closed: AtomicBool::new(false),
-                client,
-                producer: OnceCell::new(),
-                eos: EosRegistry::default(),
-                closing_consumers: watch::Sender::new(0),
-                opened: std::sync::Mutex::new(Vec::new()),
-                observers,
-                token_provider: self.token_provider,
-                handover: link.as_ref().map(crate::handover::Transport::handover),
-                #[cfg(feature = "testing")]
-                in_process: link,
-                #[cfg(feature = "schema-registry")]
-                registry_edges: self.registry_edges,
-            }),
+            let producer_properties = Self::producer_properties(&base, &self.producer_config);
+            let producer = producer_properties
+                .producer()
+                .map_err(KafkaError::connect)?;
+            log_not_acted_on(&producer_properties);
+            let runtime = Handle::current();
+            let mut client_config = producer.client_config();
+            // every client of the broker reports to the statistics of `statistics.interval.ms`
+            let observers = crate::statistics::reporting(
+                &client_config.client_id,
+                client_config.statistics_interval,
+                &self.observers,
+            );
+            client_config.observers = observers.clone();
+            crate::connection::install_token_provider(
+                &mut client_config,
+                self.token_provider.as_ref(),
+            );
+            let probe = Client::connect(client_config);
+            let client = match tokio::time::timeout(self.connect_timeout, probe).await {
+                Ok(Ok(client)) => client,
+                Ok(Err(e)) => return Err(KafkaError::connect(e)),
+                Err(_) => {
+                    return Err(KafkaError::Connect(KafkaError::text(format!(
+                        "no broker of {} answered within {:?}",
+                        redacted_servers(&self.servers).join(","),
+                        self.connect_timeout
+                    ))));
+                }
+            };
+            #[cfg(feature = "schema-registry")]
+            self.registry_edges.on_connect().await?;
+            Ok(ConnectedKafkaBroker {
+                state: Arc::new(BrokerState {
+                    servers: self.servers,
+                    default_group: self.default_group,
+                    base,
+                    producer_properties,
+                    producer_settings: producer,
+                    flush_timeout: self.flush_timeout,
+                    assignment_timeout: self.assignment_timeout,
+                    runtime,
+                    closed: AtomicBool::new(false),
+                    client,
+                    producer: OnceCell::new(),
+                    eos: EosRegistry::default(),
+                    closing_consumers: watch::Sender::new(0),
+                    opened: std::sync::Mutex::new(Vec::new()),
+                    observers,
+                    token_provider: self.token_provider,
+                    handover: link.as_ref().map(crate::handover::Transport::handover),
+                    #[cfg(feature = "testing")]
+                    in_process: link,
+                    #[cfg(feature = "schema-registry")]
+                    registry_edges: self.registry_edges,
+                }),
+            })
         })
     }
 }
@@ -400,30 +410,40 @@ impl ConnectedBroker for ConnectedKafkaBroker {
     type Error = KafkaError;
     type Closed = ClosedKafkaBroker;
 
-    async fn shutdown(self) -> Result<ClosedKafkaBroker, KafkaError> {
-        let state = &self.state;
-        state.closed.store(true, Ordering::Release);
-        let unflushed = match state.producer.get() {
-            None => 0,
-            Some(producer) => {
-                let left = producer.close(state.flush_timeout).await;
-                i32::try_from(left).unwrap_or(i32::MAX)
+    fn shutdown(self) -> impl Future<Output = Result<ClosedKafkaBroker, KafkaError>> + Send {
+        self.shutdown_outlined()
+    }
+}
+
+impl ConnectedKafkaBroker {
+    /// The shutdown behind [`ConnectedBroker::shutdown`], compiled once (see [`Outlined`]).
+    #[inline(never)]
+    fn shutdown_outlined(self) -> Outlined<'static, Result<ClosedKafkaBroker, KafkaError>> {
+        Box::pin(async move {
+            let state = &self.state;
+            state.closed.store(true, Ordering::Release);
+            let unflushed = match state.producer.get() {
+                None => 0,
+                Some(producer) => {
+                    let left = producer.close(state.flush_timeout).await;
+                    i32::try_from(left).unwrap_or(i32::MAX)
+                }
+            };
+            // Subscriptions dropped just before shutdown are still committing and leaving their
+            // groups; a process that exits now would lose the commits and leave members behind
+            // until their session times out.
+            let mut closing = state.closing_consumers.subscribe();
+            let _ = tokio::time::timeout(state.flush_timeout, closing.wait_for(|n| *n == 0)).await;
+            state.client.push_final_metrics().await;
+            state.client.close();
+            if unflushed > 0 {
+                return Err(KafkaError::Publish(KafkaError::text(format!(
+                    "shutdown: {unflushed} records were still undelivered after the {:?} flush",
+                    state.flush_timeout
+                ))));
             }
-        };
-        // Subscriptions dropped just before shutdown are still committing and leaving their
-        // groups; a process that exits now would lose the commits and leave members behind
-        // until their session times out.
-        let mut closing = state.closing_consumers.subscribe();
-        let _ = tokio::time::timeout(state.flush_timeout, closing.wait_for(|n| *n == 0)).await;
-        state.client.push_final_metrics().await;
-        state.client.close();
-        if unflushed > 0 {
-            return Err(KafkaError::Publish(KafkaError::text(format!(
-                "shutdown: {unflushed} records were still undelivered after the {:?} flush",
-                state.flush_timeout
-            ))));
-        }
-        Ok(ClosedKafkaBroker { unflushed })
+            Ok(ClosedKafkaBroker { unflushed })
+        })
     }
 }
 

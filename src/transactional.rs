@@ -27,6 +27,7 @@ use ruststream::{
 use tokio::sync::OnceCell;
 
 use crate::client::consumer::{GroupMetadata, OffsetToCommit};
+use crate::client::outlined::Outlined;
 use crate::client::{
     DeliveryFuture, Error as ClientError, TransactionErrorKind, TransactionalProducer,
 };
@@ -169,26 +170,29 @@ pub(crate) async fn open_transactional(
 
 /// A producer with transactional id `id`, created and initialized (`InitProducerId`: a new
 /// epoch, which aborts what an earlier holder of the id left open) on the broker's runtime.
-async fn initialized_producer(
-    state: &Arc<BrokerState>,
-    id: &str,
+#[inline(never)]
+fn initialized_producer<'a>(
+    state: &'a Arc<BrokerState>,
+    id: &'a str,
     timeout: Duration,
-) -> Result<TransactionalProducer, KafkaError> {
-    let mut properties = state.producer_properties().clone();
-    properties.set("transactional.id", id);
-    let settings = properties.producer().map_err(KafkaError::publish)?;
-    let config = settings.producer_config();
-    let client = state.client().clone();
-    // The producer's sender task belongs on the broker's runtime, and so does the
-    // initialization: a caller on a short-lived runtime must not strand either.
-    on_runtime(state, async move {
-        let producer = TransactionalProducer::new(client, config)
-            .map_err(KafkaError::publish)?
-            .with_call_timeout(timeout);
-        producer.init().await.map_err(KafkaError::publish)?;
-        Ok(producer)
+) -> Outlined<'a, Result<TransactionalProducer, KafkaError>> {
+    Box::pin(async move {
+        let mut properties = state.producer_properties().clone();
+        properties.set("transactional.id", id);
+        let settings = properties.producer().map_err(KafkaError::publish)?;
+        let config = settings.producer_config();
+        let client = state.client().clone();
+        // The producer's sender task belongs on the broker's runtime, and so does the
+        // initialization: a caller on a short-lived runtime must not strand either.
+        on_runtime(state, async move {
+            let producer = TransactionalProducer::new(client, config)
+                .map_err(KafkaError::publish)?
+                .with_call_timeout(timeout);
+            producer.init().await.map_err(KafkaError::publish)?;
+            Ok(producer)
+        })
+        .await
     })
-    .await
 }
 
 /// Fences transactional id `id` unless a producer with it was initialized on this connection:

@@ -17,6 +17,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 use crate::client::coordinator::CoordinatorKind;
 use crate::client::error::{Error, Result};
 use crate::client::isolation::IsolationLevel;
+use crate::client::outlined::Outlined;
 use crate::client::{Client, Metadata};
 
 const CREATE_TOPICS_VERSIONS: VersionRange = VersionRange { min: 2, max: 7 };
@@ -277,11 +278,26 @@ impl Admin {
         spec: OffsetSpec,
         isolation: IsolationLevel,
     ) -> Result<(i64, i64)> {
-        self.client
-            .retry_at_leader(topic, || {
-                self.list_offset_once(topic, partition, spec, isolation)
-            })
+        self.list_offset_outlined(topic, partition, spec, isolation)
             .await
+    }
+
+    /// The look-up behind [`Admin::list_offset`], compiled once (see [`Outlined`]).
+    #[inline(never)]
+    fn list_offset_outlined<'a>(
+        &'a self,
+        topic: &'a str,
+        partition: i32,
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+    ) -> Outlined<'a, Result<(i64, i64)>> {
+        Box::pin(async move {
+            self.client
+                .retry_at_leader(topic, || {
+                    self.list_offset_once(topic, partition, spec, isolation)
+                })
+                .await
+        })
     }
 
     async fn list_offset_once(

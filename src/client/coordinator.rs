@@ -14,6 +14,7 @@ use kafka_protocol::protocol::{StrBytes, VersionRange};
 
 use crate::client::Client;
 use crate::client::error::{Error, Result};
+use crate::client::outlined::Outlined;
 
 const FIND_COORDINATOR_VERSIONS: VersionRange = VersionRange { min: 1, max: 6 };
 
@@ -71,24 +72,37 @@ impl Client {
         {
             return Ok(node);
         }
-        let deadline = tokio::time::Instant::now() + self.socket_timeout();
-        let mut backoff = self.retry_backoff();
-        loop {
-            match self.find_coordinator(kind, key).await {
-                Ok(node) => {
-                    self.coordinators().set(kind, key, node);
-                    if !self.with_metadata(|m| m.brokers.contains_key(&node)) {
-                        self.refresh_metadata(&[]).await?;
+        self.look_up_coordinator(kind, key).await
+    }
+
+    /// Asks the cluster for the coordinator of `key` until it answers or `socket.timeout.ms`
+    /// passes, and caches the answer; compiled once (see [`Outlined`]).
+    #[inline(never)]
+    fn look_up_coordinator<'a>(
+        &'a self,
+        kind: CoordinatorKind,
+        key: &'a str,
+    ) -> Outlined<'a, Result<i32>> {
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + self.socket_timeout();
+            let mut backoff = self.retry_backoff();
+            loop {
+                match self.find_coordinator(kind, key).await {
+                    Ok(node) => {
+                        self.coordinators().set(kind, key, node);
+                        if !self.with_metadata(|m| m.brokers.contains_key(&node)) {
+                            self.refresh_metadata(&[]).await?;
+                        }
+                        return Ok(node);
                     }
-                    return Ok(node);
+                    Err(e) if e.is_retriable() && tokio::time::Instant::now() < deadline => {
+                        tracing::debug!(key, error = %e, "coordinator not found yet");
+                        tokio::time::sleep(backoff.next_delay()).await;
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) if e.is_retriable() && tokio::time::Instant::now() < deadline => {
-                    tracing::debug!(key, error = %e, "coordinator not found yet");
-                    tokio::time::sleep(backoff.next_delay()).await;
-                }
-                Err(e) => return Err(e),
             }
-        }
+        })
     }
 
     /// Forgets the cached coordinator of `key` (after `NOT_COORDINATOR` or a broken connection).

@@ -19,6 +19,7 @@ mod net;
 pub mod observe;
 #[cfg(feature = "oidc")]
 mod oidc;
+pub(crate) mod outlined;
 pub mod producer;
 #[cfg(any(feature = "ssl", feature = "schema-registry", feature = "oidc"))]
 mod provider;
@@ -85,6 +86,7 @@ pub use telemetry::ClientRole;
 pub use token::TokenFuture;
 
 use cluster::Connections;
+use outlined::Outlined;
 
 /// A connection to a Kafka cluster: shared connections and the metadata cache.
 ///
@@ -280,79 +282,87 @@ impl Client {
         self.fetch_metadata(None, false).await
     }
 
-    async fn fetch_metadata(&self, topics: Option<&[&str]>, auto_create: bool) -> Result<()> {
-        let _turn = self.inner.refreshing.lock().await;
-        let recovery = &self.inner.recovery;
-        let due = recovery.round_begins();
-        let (learned, bootstrap) = self.known_and_bootstrap();
-        let mut asked_bootstrap = learned.is_empty() || due;
-        // The bootstrap servers first when they are due: the learned brokers just failed, or
-        // one of them asked for it.
-        let mut queue: std::collections::VecDeque<(String, bool)> = if asked_bootstrap {
-            let learned = learned.iter().map(|a| (a.clone(), false));
-            bootstrap
-                .iter()
-                .map(|a| (a.clone(), true))
-                .chain(learned)
-                .collect()
-        } else {
-            learned.iter().map(|a| (a.clone(), false)).collect()
-        };
-        let mut last_error = None;
-        let mut learned_failed = 0;
-        while let Some((address, from_bootstrap)) = queue.pop_front() {
-            let answer = match self.ask_metadata(&address, topics, auto_create).await {
-                Ok(answer) => answer,
-                Err(e) => {
-                    last_error = Some(e);
-                    if !from_bootstrap {
-                        learned_failed += 1;
+    /// Asks the cluster and updates the cache; compiled once (see [`Outlined`]).
+    #[inline(never)]
+    fn fetch_metadata<'a>(
+        &'a self,
+        topics: Option<&'a [&'a str]>,
+        auto_create: bool,
+    ) -> Outlined<'a, Result<()>> {
+        Box::pin(async move {
+            let _turn = self.inner.refreshing.lock().await;
+            let recovery = &self.inner.recovery;
+            let due = recovery.round_begins();
+            let (learned, bootstrap) = self.known_and_bootstrap();
+            let mut asked_bootstrap = learned.is_empty() || due;
+            // The bootstrap servers first when they are due: the learned brokers just failed, or
+            // one of them asked for it.
+            let mut queue: std::collections::VecDeque<(String, bool)> = if asked_bootstrap {
+                let learned = learned.iter().map(|a| (a.clone(), false));
+                bootstrap
+                    .iter()
+                    .map(|a| (a.clone(), true))
+                    .chain(learned)
+                    .collect()
+            } else {
+                learned.iter().map(|a| (a.clone(), false)).collect()
+            };
+            let mut last_error = None;
+            let mut learned_failed = 0;
+            while let Some((address, from_bootstrap)) = queue.pop_front() {
+                let answer = match self.ask_metadata(&address, topics, auto_create).await {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        last_error = Some(e);
+                        if !from_bootstrap {
+                            learned_failed += 1;
+                        }
+                        // Every broker it knows failed in this round: librdkafka's "all brokers
+                        // down", which sends it back to its bootstrap servers.
+                        if !asked_bootstrap
+                            && learned_failed == learned.len()
+                            && recovery.request(format_args!(
+                                "all {} known brokers failed; the last: {address}",
+                                learned.len()
+                            ))
+                        {
+                            asked_bootstrap = true;
+                            queue.extend(bootstrap.iter().map(|a| (a.clone(), true)));
+                        }
+                        continue;
                     }
-                    // Every broker it knows failed in this round: librdkafka's "all brokers
-                    // down", which sends it back to its bootstrap servers.
-                    if !asked_bootstrap
-                        && learned_failed == learned.len()
-                        && recovery.request(format_args!(
-                            "all {} known brokers failed; the last: {address}",
-                            learned.len()
-                        ))
+                };
+                if let Some(code) = ResponseError::try_from_code(answer.error_code) {
+                    last_error = Some(Error::Broker {
+                        code,
+                        context: format!("metadata from {address}"),
+                    });
+                    if code == ResponseError::RebootstrapRequired
+                        && recovery.request(format_args!("{address} answered REBOOTSTRAP_REQUIRED"))
+                        && !asked_bootstrap
                     {
                         asked_bootstrap = true;
-                        queue.extend(bootstrap.iter().map(|a| (a.clone(), true)));
+                        // Before the other learned brokers, which are likely to say the same.
+                        for a in bootstrap.iter().rev() {
+                            queue.push_front((a.clone(), true));
+                        }
                     }
                     continue;
                 }
-            };
-            if let Some(code) = ResponseError::try_from_code(answer.error_code) {
-                last_error = Some(Error::Broker {
-                    code,
-                    context: format!("metadata from {address}"),
-                });
-                if code == ResponseError::RebootstrapRequired
-                    && recovery.request(format_args!("{address} answered REBOOTSTRAP_REQUIRED"))
-                    && !asked_bootstrap
-                {
-                    asked_bootstrap = true;
-                    // Before the other learned brokers, which are likely to say the same.
-                    for a in bootstrap.iter().rev() {
-                        queue.push_front((a.clone(), true));
-                    }
-                }
-                continue;
+                recovery.answered(!answer.brokers.is_empty());
+                let mut cache = self
+                    .inner
+                    .metadata
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let merged = cache.merge(answer, topics.is_none());
+                self.inner
+                    .metadata_generation
+                    .fetch_add(1, Ordering::Release);
+                return merged;
             }
-            recovery.answered(!answer.brokers.is_empty());
-            let mut cache = self
-                .inner
-                .metadata
-                .write()
-                .unwrap_or_else(PoisonError::into_inner);
-            let merged = cache.merge(answer, topics.is_none());
-            self.inner
-                .metadata_generation
-                .fetch_add(1, Ordering::Release);
-            return merged;
-        }
-        Err(last_error.unwrap_or_else(|| Error::Closed("no broker to ask for metadata".into())))
+            Err(last_error.unwrap_or_else(|| Error::Closed("no broker to ask for metadata".into())))
+        })
     }
 
     /// One Metadata request to `address`.
@@ -445,30 +455,38 @@ impl Client {
     /// Cancel safe: a dropped dial leaves no connection and arms no backoff; the next call dials
     /// again.
     pub async fn any_connection(&self) -> Result<Arc<Connection>> {
-        let (learned, bootstrap) = self.known_and_bootstrap();
-        let mut last_error = None;
-        for address in &learned {
-            match self.inner.connections.get(address).await {
-                Ok(c) => return Ok(c),
-                Err(e) => last_error = Some(e),
-            }
-        }
-        // No learned broker answers: the bootstrap servers, before the first metadata answer
-        // or when the recovery strategy allows it.
-        if learned.is_empty()
-            || self.inner.recovery.request(format_args!(
-                "none of {} known brokers reachable",
-                learned.len()
-            ))
-        {
-            for address in &bootstrap {
+        self.any_connection_outlined().await
+    }
+
+    /// The search behind [`Client::any_connection`], compiled once (see [`Outlined`]).
+    #[inline(never)]
+    fn any_connection_outlined(&self) -> Outlined<'_, Result<Arc<Connection>>> {
+        Box::pin(async move {
+            let (learned, bootstrap) = self.known_and_bootstrap();
+            let mut last_error = None;
+            for address in &learned {
                 match self.inner.connections.get(address).await {
                     Ok(c) => return Ok(c),
                     Err(e) => last_error = Some(e),
                 }
             }
-        }
-        Err(last_error.unwrap_or_else(|| Error::Closed("no broker reachable".into())))
+            // No learned broker answers: the bootstrap servers, before the first metadata answer
+            // or when the recovery strategy allows it.
+            if learned.is_empty()
+                || self.inner.recovery.request(format_args!(
+                    "none of {} known brokers reachable",
+                    learned.len()
+                ))
+            {
+                for address in &bootstrap {
+                    match self.inner.connections.get(address).await {
+                        Ok(c) => return Ok(c),
+                        Err(e) => last_error = Some(e),
+                    }
+                }
+            }
+            Err(last_error.unwrap_or_else(|| Error::Closed("no broker reachable".into())))
+        })
     }
 
     /// Sends `request` to broker `node`, at the highest version within `ours` both speak.

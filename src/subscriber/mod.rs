@@ -35,6 +35,7 @@ use futures::Stream;
 use ruststream::{BatchSubscriber, Seekable, Subscriber};
 
 use crate::client::Record;
+use crate::client::outlined::Outlined;
 use crate::connection::BrokerState;
 use crate::error::KafkaError;
 use crate::message::KafkaMessage;
@@ -101,20 +102,26 @@ impl KafkaSubscriber {
 
     /// Opens `plan`: validates the consumer configuration, creates the consumer on the
     /// broker's runtime, and for a group waits for the first assignment.
-    pub(crate) async fn open(state: Arc<BrokerState>, plan: Plan) -> Result<Self, KafkaError> {
-        state.ensure_open(&plan.name)?;
-        if let Some(handover) = state.handover() {
-            handover
-                .after_closes(Box::pin(state.consumers_closed()))
-                .await;
-        }
-        let runtime = state.runtime().clone();
-        // Opening spawns the consumer's tasks: they belong on the broker's runtime, whatever
-        // runtime the caller is on.
-        runtime
-            .spawn(open_here(state, plan))
-            .await
-            .map_err(|e| KafkaError::Subscribe(Box::new(e)))?
+    #[inline(never)]
+    pub(crate) fn open(
+        state: Arc<BrokerState>,
+        plan: Plan,
+    ) -> Outlined<'static, Result<Self, KafkaError>> {
+        Box::pin(async move {
+            state.ensure_open(&plan.name)?;
+            if let Some(handover) = state.handover() {
+                handover
+                    .after_closes(Box::pin(state.consumers_closed()))
+                    .await;
+            }
+            let runtime = state.runtime().clone();
+            // Opening spawns the consumer's tasks: they belong on the broker's runtime, whatever
+            // runtime the caller is on.
+            runtime
+                .spawn(open_here(state, plan))
+                .await
+                .map_err(|e| KafkaError::Subscribe(Box::new(e)))?
+        })
     }
 
     /// The next delivery after the registry edges. A delivery waiting on the registry is kept

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use crate::client::error::{Error, Result};
 use crate::client::net::{Backoff, Connection, ConnectionOptions};
 use crate::client::observe::{BrokerRef, Event, Interest};
+use crate::client::outlined::Outlined;
 
 struct Slot {
     live: Option<Arc<Connection>>,
@@ -122,60 +123,72 @@ impl Connections {
             }
             slot.live = None;
         }
-        if let Some(at) = slot.retry_at
-            && Instant::now() < at
-        {
-            return Err(slot
-                .last_error
-                .clone()
-                .unwrap_or_else(|| Error::Closed(format!("{address} is backing off"))));
-        }
-        let dialled = Instant::now();
-        let observers = &self.options.observers;
-        match Connection::connect(address, &self.options).await {
-            Ok(conn) => {
-                let conn = Arc::new(conn);
-                slot.live = Some(conn.clone());
-                slot.backoff.reset();
-                slot.retry_at = None;
-                // One line per incident: the failure that began it (below) and this recovery.
-                if let Some(was) = slot.last_error.take() {
-                    tracing::info!(broker = %address, after = %was, "connected again");
-                } else {
-                    tracing::debug!(broker = %address, "connected");
-                }
-                if observers.wants(Interest::CONNECTIONS) {
-                    observers.emit(&Event::ConnectionOpened {
-                        broker: BrokerRef {
-                            address,
-                            connection: Some(conn.id()),
-                        },
-                        took: dialled.elapsed(),
-                    });
-                }
-                Ok(conn)
+        self.dial_into(&mut slot, address).await
+    }
+
+    /// Dials `address` for `slot`, unless it is backing off; compiled once (see [`Outlined`]).
+    #[inline(never)]
+    fn dial_into<'a>(
+        &'a self,
+        slot: &'a mut Slot,
+        address: &'a str,
+    ) -> Outlined<'a, Result<Arc<Connection>>> {
+        Box::pin(async move {
+            if let Some(at) = slot.retry_at
+                && Instant::now() < at
+            {
+                return Err(slot
+                    .last_error
+                    .clone()
+                    .unwrap_or_else(|| Error::Closed(format!("{address} is backing off"))));
             }
-            Err(e) => {
-                let delay = slot.backoff.next_delay();
-                slot.retry_at = Some(Instant::now() + delay);
-                if slot.last_error.replace(e.clone()).is_none() {
-                    tracing::warn!(broker = %address, error = %e, ?delay, "cannot connect; retrying with backoff");
-                } else {
-                    tracing::debug!(broker = %address, error = %e, ?delay, "connect failed");
+            let dialled = Instant::now();
+            let observers = &self.options.observers;
+            match Connection::connect(address, &self.options).await {
+                Ok(conn) => {
+                    let conn = Arc::new(conn);
+                    slot.live = Some(conn.clone());
+                    slot.backoff.reset();
+                    slot.retry_at = None;
+                    // One line per incident: the failure that began it (below) and this recovery.
+                    if let Some(was) = slot.last_error.take() {
+                        tracing::info!(broker = %address, after = %was, "connected again");
+                    } else {
+                        tracing::debug!(broker = %address, "connected");
+                    }
+                    if observers.wants(Interest::CONNECTIONS) {
+                        observers.emit(&Event::ConnectionOpened {
+                            broker: BrokerRef {
+                                address,
+                                connection: Some(conn.id()),
+                            },
+                            took: dialled.elapsed(),
+                        });
+                    }
+                    Ok(conn)
                 }
-                if observers.wants(Interest::CONNECTIONS) {
-                    observers.emit(&Event::ConnectFailed {
-                        broker: BrokerRef {
-                            address,
-                            connection: None,
-                        },
-                        error: &e,
-                        backoff: delay,
-                    });
+                Err(e) => {
+                    let delay = slot.backoff.next_delay();
+                    slot.retry_at = Some(Instant::now() + delay);
+                    if slot.last_error.replace(e.clone()).is_none() {
+                        tracing::warn!(broker = %address, error = %e, ?delay, "cannot connect; retrying with backoff");
+                    } else {
+                        tracing::debug!(broker = %address, error = %e, ?delay, "connect failed");
+                    }
+                    if observers.wants(Interest::CONNECTIONS) {
+                        observers.emit(&Event::ConnectFailed {
+                            broker: BrokerRef {
+                                address,
+                                connection: None,
+                            },
+                            error: &e,
+                            backoff: delay,
+                        });
+                    }
+                    Err(e)
                 }
-                Err(e)
             }
-        }
+        })
     }
 
     /// Drops the connections to `address`, on every lane (after an error that leaves it

@@ -43,6 +43,7 @@ pub use offsets::{CommittedOffset, GroupMember, GroupMetadata, OffsetToCommit, O
 use crate::client::Client;
 use crate::client::error::{Error, Result};
 use crate::client::observe::{Event as Observed, Interest};
+use crate::client::outlined::Outlined;
 use crate::client::records::Record;
 use state::State;
 
@@ -689,28 +690,31 @@ async fn commit_as_member(
     result
 }
 
-async fn commit_retrying_epoch(
-    shared: &Shared,
-    group: &Offsets,
-    offsets: &[OffsetToCommit],
-) -> Result<()> {
-    let mut attempt = 0;
-    loop {
-        let member = shared.member();
-        match group.commit(member.as_ref(), offsets).await {
-            Err(e)
-                if attempt < 3
-                    && e.code() == Some(crate::client::ResponseError::StaleMemberEpoch) =>
-            {
-                attempt += 1;
-                if shared.member() == member {
-                    // The new epoch has not arrived yet.
-                    tokio::time::sleep(shared.client.config().retry_backoff).await;
+#[inline(never)]
+fn commit_retrying_epoch<'a>(
+    shared: &'a Shared,
+    group: &'a Offsets,
+    offsets: &'a [OffsetToCommit],
+) -> Outlined<'a, Result<()>> {
+    Box::pin(async move {
+        let mut attempt = 0;
+        loop {
+            let member = shared.member();
+            match group.commit(member.as_ref(), offsets).await {
+                Err(e)
+                    if attempt < 3
+                        && e.code() == Some(crate::client::ResponseError::StaleMemberEpoch) =>
+                {
+                    attempt += 1;
+                    if shared.member() == member {
+                        // The new epoch has not arrived yet.
+                        tokio::time::sleep(shared.client.config().retry_backoff).await;
+                    }
                 }
+                other => return other,
             }
-            other => return other,
         }
-    }
+    })
 }
 
 async fn auto_commit(shared: Arc<Shared>) {

@@ -29,6 +29,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
 use crate::client::observe::{BrokerRef, Event, Interest, Observers, RequestOutcome};
+use crate::client::outlined::Outlined;
 use crate::client::security::SaslConfig;
 
 /// How a connection behaves.
@@ -186,14 +187,27 @@ impl Connection {
     /// runs as a task there; it still finishes, and the connection nobody takes is then dropped,
     /// which closes it.
     pub async fn connect(address: &str, options: &ConnectionOptions) -> Result<Connection> {
-        if let Some(runtime) = &options.runtime {
-            let (address, options) = (address.to_owned(), options.clone());
-            return runtime
-                .spawn(async move { Self::connect_here(&address, &options).await })
-                .await
-                .map_err(|e| Error::Closed(format!("the task opening a connection ended: {e}")))?;
-        }
-        Self::connect_here(address, options).await
+        Self::connect_outlined(address, options).await
+    }
+
+    /// The set-up behind [`Connection::connect`], compiled once (see [`Outlined`]).
+    #[inline(never)]
+    fn connect_outlined<'a>(
+        address: &'a str,
+        options: &'a ConnectionOptions,
+    ) -> Outlined<'a, Result<Connection>> {
+        Box::pin(async move {
+            if let Some(runtime) = &options.runtime {
+                let (address, options) = (address.to_owned(), options.clone());
+                return runtime
+                    .spawn(async move { Self::connect_here(&address, &options).await })
+                    .await
+                    .map_err(|e| {
+                        Error::Closed(format!("the task opening a connection ended: {e}"))
+                    })?;
+            }
+            Self::connect_here(address, options).await
+        })
     }
 
     async fn connect_here(address: &str, options: &ConnectionOptions) -> Result<Connection> {

@@ -25,6 +25,7 @@ pub(crate) use oauthbearer::unsecured_token_now;
 
 use super::versions::ApiVersions;
 use crate::client::error::{Error, Result};
+use crate::client::outlined::Outlined;
 use crate::client::security::{SaslConfig, SaslMechanism};
 
 static REAUTHENTICATIONS: AtomicU64 = AtomicU64::new(0);
@@ -88,96 +89,99 @@ async fn step(
 
 /// Authenticates the connection behind `link` with `config`; the answer is the session
 /// lifetime the broker gave (`None`: no re-authentication needed).
-pub(super) async fn authenticate(
-    link: &impl Exchange,
-    config: &SaslConfig,
-    versions: &ApiVersions,
+#[inline(never)]
+pub(super) fn authenticate<'a>(
+    link: &'a impl Exchange,
+    config: &'a SaslConfig,
+    versions: &'a ApiVersions,
     timeout: Duration,
-) -> Result<Option<Duration>> {
-    let mechanism = config.mechanism;
-    let handshake_version = versions
-        .pick(ApiKey::SaslHandshake, VersionRange { min: 1, max: 1 })
-        .map_err(|_| refused(link, "the broker does not speak SaslHandshake v1"))?;
-    let handshake =
-        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism.name()));
-    let answer = link.call(&handshake, handshake_version, timeout).await?;
-    if answer.error_code != 0 {
-        let offered: Vec<&str> = answer.mechanisms.iter().map(StrBytes::as_str).collect();
-        return Err(refused(
-            link,
-            format!(
-                "the listener does not enable SASL mechanism {} (it offers {})",
-                mechanism.name(),
-                offered.join(", ")
-            ),
-        ));
-    }
-    let version = versions
-        .pick(ApiKey::SaslAuthenticate, VersionRange { min: 0, max: 2 })
-        .map_err(|_| refused(link, "the broker does not speak SaslAuthenticate"))?;
-    let last = match mechanism {
-        SaslMechanism::Plain => {
-            let message = plain::message(config.username.expose(), config.password.expose());
-            let answer = step(link, version, timeout, message).await?;
-            check(link, &answer)?;
-            answer
+) -> Outlined<'a, Result<Option<Duration>>> {
+    Box::pin(async move {
+        let mechanism = config.mechanism;
+        let handshake_version = versions
+            .pick(ApiKey::SaslHandshake, VersionRange { min: 1, max: 1 })
+            .map_err(|_| refused(link, "the broker does not speak SaslHandshake v1"))?;
+        let handshake = SaslHandshakeRequest::default()
+            .with_mechanism(StrBytes::from_static_str(mechanism.name()));
+        let answer = link.call(&handshake, handshake_version, timeout).await?;
+        if answer.error_code != 0 {
+            let offered: Vec<&str> = answer.mechanisms.iter().map(StrBytes::as_str).collect();
+            return Err(refused(
+                link,
+                format!(
+                    "the listener does not enable SASL mechanism {} (it offers {})",
+                    mechanism.name(),
+                    offered.join(", ")
+                ),
+            ));
         }
-        SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
-            let hash = if mechanism == SaslMechanism::ScramSha256 {
-                scram::Hash::Sha256
-            } else {
-                scram::Hash::Sha512
-            };
-            let nonce = scram::Scram::random_nonce().map_err(|e| refused(link, e))?;
-            let mut exchange = scram::Scram::new(
-                hash,
-                config.username.expose(),
-                config.password.expose(),
-                nonce,
-            );
-            let first = step(link, version, timeout, exchange.client_first()).await?;
-            check(link, &first)?;
-            let proof = exchange
-                .client_final(&first.auth_bytes)
-                .map_err(|e| refused(link, e))?;
-            let last = step(link, version, timeout, proof).await?;
-            check(link, &last)?;
-            exchange
-                .verify_server_final(&last.auth_bytes)
-                .map_err(|e| refused(link, e))?;
-            last
-        }
-        SaslMechanism::OAuthBearer => {
-            let provider = config
-                .token_provider
-                .as_ref()
-                .ok_or_else(|| refused(link, "OAUTHBEARER needs a token provider"))?;
-            let token = provider
-                .token()
-                .await
-                .map_err(|e| refused(link, format!("no OAUTHBEARER token: {e}")))?;
-            let answer = step(link, version, timeout, oauthbearer::message(&token)).await?;
-            check(link, &answer)?;
-            if !answer.auth_bytes.is_empty() {
-                // The server's refusal, as JSON; it ends the exchange once acknowledged.
-                let detail = String::from_utf8_lossy(&answer.auth_bytes).into_owned();
-                let ack = step(link, version, timeout, oauthbearer::ERROR_ACK.to_vec()).await;
-                let extra = match ack {
-                    Ok(a) => a
-                        .error_message
-                        .map(|m| format!(": {}", m.as_str()))
-                        .unwrap_or_default(),
-                    Err(_) => String::new(),
-                };
-                return Err(refused(link, format!("token refused {detail}{extra}")));
+        let version = versions
+            .pick(ApiKey::SaslAuthenticate, VersionRange { min: 0, max: 2 })
+            .map_err(|_| refused(link, "the broker does not speak SaslAuthenticate"))?;
+        let last = match mechanism {
+            SaslMechanism::Plain => {
+                let message = plain::message(config.username.expose(), config.password.expose());
+                let answer = step(link, version, timeout, message).await?;
+                check(link, &answer)?;
+                answer
             }
-            answer
-        }
-        SaslMechanism::AwsMskIam => aws_msk_iam(link, config, version, timeout).await?,
-    };
-    tracing::debug!(broker = %link.address(), mechanism = mechanism.name(), "authenticated");
-    let lifetime = u64::try_from(last.session_lifetime_ms).unwrap_or(0);
-    Ok((lifetime > 0).then(|| Duration::from_millis(lifetime)))
+            SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
+                let hash = if mechanism == SaslMechanism::ScramSha256 {
+                    scram::Hash::Sha256
+                } else {
+                    scram::Hash::Sha512
+                };
+                let nonce = scram::Scram::random_nonce().map_err(|e| refused(link, e))?;
+                let mut exchange = scram::Scram::new(
+                    hash,
+                    config.username.expose(),
+                    config.password.expose(),
+                    nonce,
+                );
+                let first = step(link, version, timeout, exchange.client_first()).await?;
+                check(link, &first)?;
+                let proof = exchange
+                    .client_final(&first.auth_bytes)
+                    .map_err(|e| refused(link, e))?;
+                let last = step(link, version, timeout, proof).await?;
+                check(link, &last)?;
+                exchange
+                    .verify_server_final(&last.auth_bytes)
+                    .map_err(|e| refused(link, e))?;
+                last
+            }
+            SaslMechanism::OAuthBearer => {
+                let provider = config
+                    .token_provider
+                    .as_ref()
+                    .ok_or_else(|| refused(link, "OAUTHBEARER needs a token provider"))?;
+                let token = provider
+                    .token()
+                    .await
+                    .map_err(|e| refused(link, format!("no OAUTHBEARER token: {e}")))?;
+                let answer = step(link, version, timeout, oauthbearer::message(&token)).await?;
+                check(link, &answer)?;
+                if !answer.auth_bytes.is_empty() {
+                    // The server's refusal, as JSON; it ends the exchange once acknowledged.
+                    let detail = String::from_utf8_lossy(&answer.auth_bytes).into_owned();
+                    let ack = step(link, version, timeout, oauthbearer::ERROR_ACK.to_vec()).await;
+                    let extra = match ack {
+                        Ok(a) => a
+                            .error_message
+                            .map(|m| format!(": {}", m.as_str()))
+                            .unwrap_or_default(),
+                        Err(_) => String::new(),
+                    };
+                    return Err(refused(link, format!("token refused {detail}{extra}")));
+                }
+                answer
+            }
+            SaslMechanism::AwsMskIam => aws_msk_iam(link, config, version, timeout).await?,
+        };
+        tracing::debug!(broker = %link.address(), mechanism = mechanism.name(), "authenticated");
+        let lifetime = u64::try_from(last.session_lifetime_ms).unwrap_or(0);
+        Ok((lifetime > 0).then(|| Duration::from_millis(lifetime)))
+    })
 }
 
 /// The host of `host:port` or `[v6]:port`.
