@@ -17,7 +17,7 @@ pub(crate) fn reporting(name: &str, interval: Duration, observers: &Observers) -
         return observers.clone();
     }
     let tally = Arc::new(StatisticsObserver::new(name));
-    tokio::spawn(report(Arc::downgrade(&tally), interval));
+    crate::client::outlined::spawn(report(Arc::downgrade(&tally), interval));
     observers.with(tally)
 }
 

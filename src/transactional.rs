@@ -222,9 +222,7 @@ async fn on_runtime<T: Send + 'static>(
     state: &BrokerState,
     work: impl Future<Output = Result<T, KafkaError>> + Send + 'static,
 ) -> Result<T, KafkaError> {
-    state
-        .runtime()
-        .spawn(work)
+    crate::client::outlined::spawn_on(state.runtime(), work)
         .await
         .map_err(|e| KafkaError::Publish(Box::new(e)))?
 }

@@ -192,9 +192,9 @@ impl Client {
             }),
         };
         client.refresh_metadata(&[]).await?;
-        tokio::spawn(refresh_periodically(Arc::downgrade(&client.inner)));
+        outlined::spawn(refresh_periodically(Arc::downgrade(&client.inner)));
         if let Some(t) = &client.inner.telemetry {
-            tokio::spawn(telemetry::run(Arc::downgrade(&client.inner), Arc::clone(t)));
+            outlined::spawn(telemetry::run(Arc::downgrade(&client.inner), Arc::clone(t)));
         }
         Ok(client)
     }

@@ -17,3 +17,35 @@ use std::pin::Pin;
 
 /// A boxed future whose state machine is compiled once (see the module's invariant).
 pub(crate) type Outlined<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Spawns `future` on the current runtime as a boxed task.
+///
+/// tokio compiles its task machinery (the harness's poll, completion, cancellation and
+/// join-handle paths, about 10 KB) once per spawned future type; every task spawned here
+/// shares the one instantiation for its output type. For tasks spawned once per client,
+/// connection, subscription or commit, never per record.
+///
+/// # Panics
+///
+/// Outside a tokio runtime, as `tokio::spawn`.
+pub(crate) fn spawn<F>(future: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let boxed: Outlined<'static, F::Output> = Box::pin(future);
+    tokio::spawn(boxed)
+}
+
+/// [`spawn`] on `runtime`.
+pub(crate) fn spawn_on<F>(
+    runtime: &tokio::runtime::Handle,
+    future: F,
+) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let boxed: Outlined<'static, F::Output> = Box::pin(future);
+    runtime.spawn(boxed)
+}

@@ -357,10 +357,10 @@ impl EosPipeline {
                         p.publisher.begin()?;
                         window.phase = Phase::Open;
                         window.failed = false;
-                        p.publisher
-                            .state()
-                            .runtime()
-                            .spawn(run_window(Arc::clone(p)));
+                        crate::client::outlined::spawn_on(
+                            p.publisher.state().runtime(),
+                            run_window(Arc::clone(p)),
+                        );
                         self.enroll(&mut window, key, source.offset, part, generation);
                         return Ok(window.epoch);
                     }

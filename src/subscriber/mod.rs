@@ -117,8 +117,7 @@ impl KafkaSubscriber {
             let runtime = state.runtime().clone();
             // Opening spawns the consumer's tasks: they belong on the broker's runtime, whatever
             // runtime the caller is on.
-            runtime
-                .spawn(open_here(state, plan))
+            crate::client::outlined::spawn_on(&runtime, open_here(state, plan))
                 .await
                 .map_err(|e| KafkaError::Subscribe(Box::new(e)))?
         })

@@ -115,7 +115,7 @@ pub(super) async fn open_here(
             consumer
                 .subscribe(subscription)
                 .map_err(KafkaError::subscribe)?;
-            tokio::spawn(pump(
+            crate::client::outlined::spawn(pump(
                 consumer,
                 Arc::downgrade(&core),
                 command_rx,
@@ -194,7 +194,7 @@ async fn open_partitions(
         .assign(&assignment)
         .map_err(KafkaError::subscribe)?;
     let (command_rx, closing_rx, state, life) = pump_task;
-    tokio::spawn(pump(
+    crate::client::outlined::spawn(pump(
         consumer,
         Arc::downgrade(core),
         command_rx,

@@ -285,10 +285,10 @@ impl Fetcher {
             }
         }
         if !to_resolve.is_empty() {
-            tokio::spawn(positions::resolve(shared.clone(), to_resolve));
+            crate::client::outlined::spawn(positions::resolve(shared.clone(), to_resolve));
         }
         if !to_validate.is_empty() {
-            tokio::spawn(validation::validate(shared.clone(), to_validate));
+            crate::client::outlined::spawn(validation::validate(shared.clone(), to_validate));
         }
         if !no_leader.is_empty() {
             self.refresh(shared, no_leader.into_iter().collect());
@@ -507,7 +507,7 @@ impl Fetcher {
         }
         self.last_refresh = Some(now);
         let shared = shared.clone();
-        tokio::spawn(async move {
+        crate::client::outlined::spawn(async move {
             let names: Vec<&str> = topics.iter().map(|t| &**t).collect();
             if let Err(e) = shared.client.refresh_metadata(&names).await {
                 tracing::debug!(error = %e, "metadata refresh for the fetcher failed");

@@ -261,9 +261,9 @@ impl Consumer {
             first_topics: OnceLock::new(),
             act_now: Notify::new(),
         });
-        let mut tasks = vec![tokio::spawn(fetcher::run(shared.clone()))];
+        let mut tasks = vec![crate::client::outlined::spawn(fetcher::run(shared.clone()))];
         if shared.config.enable_auto_commit && shared.offsets.is_some() {
-            tasks.push(tokio::spawn(auto_commit(shared.clone())));
+            tasks.push(crate::client::outlined::spawn(auto_commit(shared.clone())));
         }
         Ok(Consumer {
             handle: ConsumerHandle { shared },
@@ -316,7 +316,10 @@ impl Consumer {
             ));
         }
         let matcher = group::TopicMatcher::new(subscription)?;
-        self.membership = Some(tokio::spawn(group::run(self.shared.clone(), matcher)));
+        self.membership = Some(crate::client::outlined::spawn(group::run(
+            self.shared.clone(),
+            matcher,
+        )));
         Ok(())
     }
 
@@ -525,7 +528,7 @@ impl ConsumerHandle {
     #[must_use]
     pub fn commit_async(&self) -> JoinHandle<Result<()>> {
         let shared = self.shared.clone();
-        tokio::spawn(async move { commit_stored(&shared, None).await })
+        crate::client::outlined::spawn(async move { commit_stored(&shared, None).await })
     }
 
     /// Commits `offsets` as they are (next offsets to read), as this consumer's member.

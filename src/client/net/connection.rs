@@ -199,12 +199,11 @@ impl Connection {
         Box::pin(async move {
             if let Some(runtime) = &options.runtime {
                 let (address, options) = (address.to_owned(), options.clone());
-                return runtime
-                    .spawn(async move { Self::connect_here(&address, &options).await })
-                    .await
-                    .map_err(|e| {
-                        Error::Closed(format!("the task opening a connection ended: {e}"))
-                    })?;
+                return crate::client::outlined::spawn_on(runtime, async move {
+                    Self::connect_here(&address, &options).await
+                })
+                .await
+                .map_err(|e| Error::Closed(format!("the task opening a connection ended: {e}")))?;
             }
             Self::connect_here(address, options).await
         })
@@ -278,14 +277,14 @@ impl Connection {
         // Unbounded: what waits here is bounded by the callers (the producer's queue limits,
         // one fetch per partition), and a synchronous hand-off is what keeps the wire order.
         let (frames, frames_rx) = mpsc::unbounded_channel::<Outgoing>();
-        let writer = tokio::spawn(write_frames(
+        let writer = crate::client::outlined::spawn(write_frames(
             write_half,
             frames_rx,
             closed.clone(),
             pending.clone(),
             address.to_owned(),
         ));
-        let reader = tokio::spawn(read_frames(
+        let reader = crate::client::outlined::spawn(read_frames(
             read_half,
             pending.clone(),
             closed.clone(),
@@ -325,7 +324,7 @@ impl Connection {
             let lifetime =
                 super::sasl::authenticate(&link, sasl, &connection.versions, timeout).await?;
             if let Some(lifetime) = lifetime {
-                let task = tokio::spawn(reauthenticate(
+                let task = crate::client::outlined::spawn(reauthenticate(
                     link,
                     sasl.clone(),
                     connection.versions.clone(),

@@ -246,7 +246,7 @@ impl Producer {
     fn start(client: Client, config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
         let shared = Arc::new(Shared::new(client, config.resolved()));
-        tokio::spawn(sender::run(shared.clone()));
+        crate::client::outlined::spawn(sender::run(shared.clone()));
         Ok(Producer {
             _owner: Arc::new(Owner(shared.clone())),
             shared,
