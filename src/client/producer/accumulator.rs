@@ -1,14 +1,16 @@
 //! The accumulator: per-partition queues of batches, shared by callers and the sender.
 //!
 //! Callers append under one short lock and wake the sender only when there is something new
-//! for it to schedule (a batch opened or closed), so a busy producer costs few wake-ups per
+//! for it to schedule (a batch closed, or opened where the sender may have work to do before
+//! its linger ends); a batch opened otherwise only rings the sender's alarm for the end of its
+//! linger (see `sender::Bell`), so a busy producer costs few wake-ups per
 //! record. Queue space is reserved before a record enters and released when its delivery is
 //! settled, which is what bounds the producer's memory.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -16,6 +18,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::completion::{Completion, Promise};
+use super::sender::Bell;
 use super::transaction::state::TxnState;
 use super::{DeliveryFuture, RecordRef};
 use crate::client::Client;
@@ -138,12 +141,24 @@ struct Admitted {
 enum Placement {
     Placed {
         delivery: DeliveryFuture,
-        wake: bool,
+        wake: Wake,
     },
     /// The topic's partition count is unknown, or the metadata changed since it was read.
     UnknownTopic,
     /// No queue space now.
     Full,
+}
+
+/// What the sender must hear of a record just placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// Nothing new for it: the record joined an open batch.
+    Not,
+    /// A batch opened whose linger ends at this instant, and the sender has nothing to do
+    /// for it before then: its alarm is rung for the instant (woken now where it cannot be).
+    At(Instant),
+    /// Something to send or to prepare now.
+    Now,
 }
 
 #[derive(Debug)]
@@ -197,6 +212,9 @@ pub(super) struct Shared {
     state: Mutex<State>,
     /// Wakes the sender.
     pub wake: Notify,
+    /// Rings the sender's alarm for a batch's linger (set once the sender runs, where its
+    /// alarm has a timer other tasks can set).
+    pub bell: OnceLock<Bell>,
     /// Wakes callers waiting for queue space or for a flush to finish.
     pub settled: Notify,
     pub closed: AtomicBool,
@@ -232,6 +250,7 @@ impl Shared {
                 txn,
             }),
             wake: Notify::new(),
+            bell: OnceLock::new(),
             settled: Notify::new(),
             closed: AtomicBool::new(false),
             retries: AtomicU64::new(0),
@@ -411,8 +430,15 @@ impl Shared {
                 (admitted.timestamp, admitted.now),
             )?
         };
-        if let Placement::Placed { wake: true, .. } = &placed {
-            self.wake.notify_one();
+        if let Placement::Placed { wake, .. } = &placed {
+            let rung = match *wake {
+                Wake::Not => true,
+                Wake::At(at) => self.bell.get().is_some_and(|bell| bell.ring_by(at)),
+                Wake::Now => false,
+            };
+            if !rung {
+                self.wake.notify_one();
+            }
         }
         Ok(placed)
     }
@@ -522,7 +548,7 @@ impl Shared {
         let Some(queue) = partitions.get_mut(partition as usize) else {
             return Err(Error::protocol("partition beyond the topic's queues"));
         };
-        let (delivery, wake) = self.append(
+        let (delivery, mut wake) = self.append(
             queue,
             (topic, *topic_id),
             partition,
@@ -530,6 +556,11 @@ impl Shared {
             size,
             timestamp,
         );
+        // A flush sends at once, and a transaction registers a new partition first: both are
+        // for the sender to do now, not at the linger's end.
+        if matches!(wake, Wake::At(_)) && (state.flushing > 0 || state.txn.is_some()) {
+            wake = Wake::Now;
+        }
         state.queued_messages += 1;
         state.queued_bytes += size;
         Ok(Placement::Placed {
@@ -555,10 +586,10 @@ impl Shared {
         record: &RecordRef<'_>,
         size: usize,
         timestamp: i64,
-    ) -> ((Arc<Completion>, u32), bool) {
+    ) -> ((Arc<Completion>, u32), Wake) {
         let limit = self.config.batch_size.min(self.config.message_max_bytes);
         let limits = (limit, self.config.batch_num_messages);
-        let mut wake = false;
+        let mut wake = Wake::Not;
         // Its place in the batch (the offset delta the builder gives it), if the open batch
         // takes it; else that batch is closed and the record opens the next.
         let mut placed = None;
@@ -572,18 +603,29 @@ impl Shared {
             );
             if placed.is_none() {
                 close_open(queue, topic, partition);
-                wake = true;
+                wake = Wake::Now;
             }
         }
         let hint = queue.last_batch_size;
+        let linger = self.config.linger;
         let open = queue.open.get_or_insert_with(|| {
-            wake = true;
+            let created = Instant::now();
+            // The partition's first batch wakes the sender now: it may have a leader to dial
+            // or a producer id to fetch, which the linger hides. Later ones (a batch closed
+            // before, so `hint` is set) only need it at the linger's end.
+            if wake == Wake::Not {
+                wake = if hint > 0 && !linger.is_zero() {
+                    Wake::At(created + linger)
+                } else {
+                    Wake::Now
+                };
+            }
             let first = record_size(0, 0, record.key, record.value, record.headers);
             OpenBatch {
                 builder: BatchBuilder::new(hint.clamp(first, limit.max(first))),
                 promise: Promise::new(),
                 bytes: 0,
-                created: Instant::now(),
+                created,
                 topic_id,
             }
         });
@@ -601,7 +643,7 @@ impl Shared {
             || open.builder.count() as usize >= self.config.batch_num_messages
         {
             close_open(queue, topic, partition);
-            wake = true;
+            wake = Wake::Now;
         }
         (delivery, wake)
     }

@@ -1,5 +1,5 @@
 //! The sender's alarm: wakes it at an instant, to the tenth of a millisecond rather than to the
-//! next millisecond or two.
+//! next millisecond or two, and lets callers set it without waking the sender.
 //!
 //! tokio's timer counts whole milliseconds: a deadline is rounded up to the next tick, and the
 //! driver parks for whole milliseconds from the moment it parks, so a sleep ends up to 2 ms late
@@ -13,10 +13,23 @@
 //! and so is an instant already past: tokio's sleep then ends at once but counts against the
 //! task's cooperative budget, so a loop that keeps waiting for a past instant still yields.
 //!
-//! The invariant: [`Alarm::wait_until`] never returns before its instant (the timerfd is armed
-//! with the time left after reading the clock, and tokio's sleep never ends early), and never
-//! later than tokio's sleep would (the sleep runs beside the timerfd, which also keeps the alarm
-//! working under tokio's paused test clock, which a kernel timer does not follow).
+//! The [`Bell`]: a caller that opens a batch needs the sender awake when the batch's linger
+//! ends, not now. Waking it now cost a sequential publish a thread's wake-up (another worker
+//! unparked, the sender's loop run to learn a deadline, the worker parked again) on top of the
+//! one at the linger's end. The caller sets the shared timer for the batch's deadline instead,
+//! a system call on its own thread; the sender, which always waits on the timer's readiness,
+//! wakes then.
+//!
+//! The invariants:
+//! - [`Alarm::wait_until`] never returns later than tokio's sleep would (the sleep runs beside
+//!   the timerfd, which also keeps the alarm working under tokio's paused test clock, which a
+//!   kernel timer does not follow), and never before its instant unless a bell was rung for an
+//!   earlier one since the sender last [looked](Alarm::looked) or the timer last fired.
+//! - The timer never moves later than an instant asked since the sender last looked: a ring or
+//!   a wait only ever lowers the instant asked, sets the timer for it, and sets it again if
+//!   someone lowered it meanwhile. The sender looks (forgets what was asked) before it reads
+//!   the queues, so a batch whose ring found an earlier instant already asked is in the queues
+//!   the sender reads when that earlier instant wakes it.
 
 use tokio::time::Instant;
 
@@ -24,7 +37,28 @@ use tokio::time::Instant;
 #[derive(Debug)]
 pub(super) struct Alarm {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    precise: Option<linux::TimerFd>,
+    precise: Option<std::sync::Arc<linux::Timer>>,
+}
+
+/// Sets the sender's alarm from another task, without waking the sender now.
+#[derive(Debug, Clone)]
+pub(in crate::client::producer) struct Bell {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    timer: std::sync::Arc<linux::Timer>,
+}
+
+impl Bell {
+    /// Has the sender woken by `at` (or earlier); `false` when the timer cannot be set, and
+    /// the caller must wake the sender itself.
+    pub(in crate::client::producer) fn ring_by(&self, at: Instant) -> bool {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return self.timer.ask_by(at);
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let _ = at;
+            false
+        }
+    }
 }
 
 impl Alarm {
@@ -32,23 +66,53 @@ impl Alarm {
     pub(super) fn new() -> Alarm {
         Alarm {
             #[cfg(any(target_os = "linux", target_os = "android"))]
-            precise: linux::TimerFd::new(),
+            precise: linux::Timer::new().map(std::sync::Arc::new),
         }
     }
 
-    /// Waits until `at`.
+    /// The bell that sets this alarm from other tasks, if it has a timer they can set.
+    pub(super) fn bell(&self) -> Option<Bell> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return self.precise.as_ref().map(|timer| Bell {
+            timer: std::sync::Arc::clone(timer),
+        });
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        None
+    }
+
+    /// Forgets the instants asked so far: called before the sender reads the queues, whose
+    /// contents then say what it must wake for.
+    pub(super) fn looked(&self) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(timer) = &self.precise {
+            timer.forget();
+        }
+    }
+
+    /// Waits until `at`, or until a bell rung for an earlier instant.
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: a wait dropped early leaves the timer armed for `at`; the next call re-arms
-    /// it for its own instant.
+    /// Cancel safe: a wait dropped early leaves the timer set for `at`; the next call sets it
+    /// again for its own instant once the sender has looked.
     pub(super) async fn wait_until(&mut self, at: Instant) {
         let sleep = tokio::time::sleep_until(at);
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Some(precise) = self.precise.as_mut() {
+        if let Some(timer) = &self.precise {
+            let left = at.saturating_duration_since(Instant::now());
+            // Passed already: tokio's sleep ends the wait, and it counts against the task's
+            // cooperative budget, so a loop that keeps waiting for a past instant still yields
+            // to the tasks beside it. Far: a millisecond late is nothing (an idle wait, a retry
+            // backoff), tokio's timer alone. Either way the timer's readiness is still awaited,
+            // for the bells.
+            let near = !left.is_zero() && left <= linux::FAR;
+            if near && !timer.ask_by(at) {
+                sleep.await;
+                return;
+            }
             tokio::select! {
                 biased;
-                () = precise.fire_at(at) => {}
+                () = timer.fired() => {}
                 () = sleep => {}
             }
             return;
@@ -60,6 +124,7 @@ impl Alarm {
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux {
     use std::os::fd::{AsFd, AsRawFd, RawFd};
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Duration;
 
     use nix::errno::Errno;
@@ -71,7 +136,10 @@ mod linux {
 
     /// Beyond this, a wait is left to tokio's timer: precision matters for a linger, which is
     /// milliseconds, not for a wait of a second.
-    const FAR: Duration = Duration::from_millis(100);
+    pub(super) const FAR: Duration = Duration::from_millis(100);
+
+    /// Nothing asked.
+    const NOTHING: u64 = u64::MAX;
 
     /// The timer, owned: its descriptor is the one it was made with until it is dropped.
     #[derive(Debug)]
@@ -94,16 +162,19 @@ mod linux {
         AsyncFd::with_interest(timer, Interest::READABLE)
     }
 
-    /// A non-blocking `CLOCK_MONOTONIC` timerfd registered with tokio's reactor.
+    /// A non-blocking `CLOCK_MONOTONIC` timerfd registered with tokio's reactor, which the
+    /// sender waits on and callers may set.
     #[derive(Debug)]
-    pub(super) struct TimerFd {
+    pub(super) struct Timer {
         fd: AsyncFd<Owned>,
-        /// The instant it is armed for, until it fires.
-        armed: Option<Instant>,
+        /// The earliest instant asked since the sender last looked, in nanoseconds after
+        /// `base` ([`NOTHING`]: none).
+        asked: AtomicU64,
+        base: Instant,
     }
 
-    impl TimerFd {
-        pub(super) fn new() -> Option<TimerFd> {
+    impl Timer {
+        pub(super) fn new() -> Option<Timer> {
             let made = nix::sys::timerfd::TimerFd::new(
                 ClockId::CLOCK_MONOTONIC,
                 TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
@@ -111,7 +182,11 @@ mod linux {
             .map_err(std::io::Error::from)
             .and_then(|timer| register(Owned(timer)));
             match made {
-                Ok(fd) => Some(TimerFd { fd, armed: None }),
+                Ok(fd) => Some(Timer {
+                    fd,
+                    asked: AtomicU64::new(NOTHING),
+                    base: Instant::now(),
+                }),
                 Err(e) => {
                     tracing::debug!(error = %e, "no timerfd: the producer lingers on tokio's timer (up to 2 ms late)");
                     None
@@ -119,59 +194,96 @@ mod linux {
             }
         }
 
-        /// Fires once `at` has passed; pending forever when `at` is far or the timer cannot
-        /// be armed (the caller's tokio sleep ends the wait then).
+        fn nanos(&self, at: Instant) -> u64 {
+            let after = at.saturating_duration_since(self.base).as_nanos();
+            u64::try_from(after).unwrap_or(NOTHING - 1).min(NOTHING - 1)
+        }
+
+        /// Sets the timer to fire at `nanos` after the base; `false` when it cannot be set.
+        fn set(&self, nanos: u64) -> bool {
+            let at = self.base + Duration::from_nanos(nanos);
+            // Never zero: that would disarm it.
+            let left = at
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_nanos(1));
+            self.fd
+                .get_ref()
+                .0
+                .set(
+                    Expiration::OneShot(TimeSpec::from_duration(left)),
+                    TimerSetTimeFlags::empty(),
+                )
+                .is_ok()
+        }
+
+        /// Has the timer fire by `at`: lowers the instant asked to `at` and sets the timer
+        /// for it, unless an instant no later is asked already. `false` when the timer cannot
+        /// be set.
+        pub(super) fn ask_by(&self, at: Instant) -> bool {
+            let wanted = self.nanos(at);
+            let mut asked = self.asked.load(Ordering::SeqCst);
+            loop {
+                if asked <= wanted {
+                    return true;
+                }
+                match self.asked.compare_exchange_weak(
+                    asked,
+                    wanted,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                ) {
+                    Ok(_) => break,
+                    Err(now_asked) => asked = now_asked,
+                }
+            }
+            // Another task may lower the instant between the exchange and the setting, and
+            // its setting may come first: set again for whatever is asked now, until what was
+            // set is what is asked (or the sender looked, and forgot it).
+            let mut setting = wanted;
+            loop {
+                if !self.set(setting) {
+                    return false;
+                }
+                let asked = self.asked.load(Ordering::SeqCst);
+                if asked >= setting {
+                    return true;
+                }
+                setting = asked;
+            }
+        }
+
+        /// Forgets what was asked (the sender is about to read the queues).
+        pub(super) fn forget(&self) {
+            // A read-modify-write: it reads the last ring's exchange, so whatever that caller
+            // queued before ringing is seen by the sender's next read of the queues.
+            self.asked.swap(NOTHING, Ordering::SeqCst);
+        }
+
+        /// Waits for the timer to fire; pending forever when it cannot be read (the caller's
+        /// tokio sleep ends the wait then).
         ///
         /// # Cancel safety
         ///
-        /// Cancel safe: the timer stays armed for `at`, and a later call for another instant
-        /// re-arms it (which also resets what it had counted).
-        pub(super) async fn fire_at(&mut self, at: Instant) {
-            let left = at.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                // Passed already: tokio's sleep ends the wait, and it counts against the task's
-                // cooperative budget, so a loop that keeps waiting for a past instant still
-                // yields to the tasks beside it (returning here at once would not).
-                return std::future::pending().await;
-            }
-            if left > FAR {
-                // A millisecond late is nothing here (an idle wait, a retry backoff): tokio's
-                // timer alone, without two system calls.
-                return std::future::pending().await;
-            }
-            if self.armed != Some(at) {
-                // Never zero: that would disarm it.
-                let value = TimeSpec::from_duration(left.max(Duration::from_nanos(1)));
-                let armed = self
-                    .fd
-                    .get_ref()
-                    .0
-                    .set(Expiration::OneShot(value), TimerSetTimeFlags::empty());
-                if armed.is_err() {
-                    self.armed = None;
-                    return std::future::pending().await;
-                }
-                self.armed = Some(at);
-            }
+        /// Cancel safe: an expiry not yet read stays readable for the next wait.
+        pub(super) async fn fired(&self) {
             loop {
                 let Ok(mut ready) = self.fd.readable().await else {
                     return std::future::pending().await;
                 };
                 match self.fd.get_ref().0.wait() {
                     Ok(()) => {
-                        // The expiry is read, so the timer is not readable until it is armed
+                        // The expiry is read, so the timer is not readable until it is set
                         // again and fires: said now, the next wait does not begin with a read
                         // that finds nothing (a system call per linger).
                         ready.clear_ready();
-                        self.armed = None;
+                        // What was asked is due: a later instant asked from now on sets the
+                        // timer again (the same read-modify-write as the sender's look).
+                        self.forget();
                         return;
                     }
-                    // Readiness left over from an expiry that a re-arm has since reset.
+                    // Readiness left over from an expiry that a later setting has reset.
                     Err(Errno::EAGAIN) => ready.clear_ready(),
-                    Err(_) => {
-                        self.armed = None;
-                        return std::future::pending().await;
-                    }
+                    Err(_) => return std::future::pending().await,
                 }
             }
         }
@@ -209,13 +321,15 @@ mod tests {
         let _ = median;
     }
 
-    /// A wait dropped before its instant leaves nothing behind: the next wait, for a later
-    /// instant, does not end at the earlier one.
+    /// A wait dropped before its instant leaves nothing behind once the sender has looked:
+    /// the next wait, for a later instant, does not end at the earlier one.
     #[tokio::test]
     async fn a_dropped_wait_does_not_end_the_next_one_early() {
         let mut alarm = Alarm::new();
         let first = Instant::now() + Duration::from_millis(3);
         let _ = tokio::time::timeout(Duration::from_millis(1), alarm.wait_until(first)).await;
+        // As the sender does before each round.
+        alarm.looked();
         let second = Instant::now() + Duration::from_millis(20);
         alarm.wait_until(second).await;
         assert!(Instant::now() >= second);
@@ -252,5 +366,122 @@ mod tests {
         let at = Instant::now() + Duration::from_hours(1);
         alarm.wait_until(at).await;
         assert!(Instant::now() >= at);
+    }
+
+    /// A bell rung from another task ends a wait for a far instant at the ring's instant: not
+    /// before it, and not at the wait's own.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_ring_ends_a_far_wait_at_its_instant() {
+        let mut alarm = Alarm::new();
+        let bell = alarm.bell().expect("a timerfd on Linux");
+        alarm.looked();
+        let rung_for = Instant::now() + Duration::from_millis(5);
+        let ringer = tokio::spawn(async move { bell.ring_by(rung_for) });
+        assert!(ringer.await.expect("the ringing task"));
+        // A later ring does not move the timer later.
+        let far = Instant::now() + Duration::from_hours(1);
+        alarm.wait_until(far).await;
+        let now = Instant::now();
+        assert!(
+            now >= rung_for,
+            "woke {:?} before the ring's instant",
+            rung_for - now
+        );
+        assert!(
+            now - rung_for < Duration::from_millis(500),
+            "woke {:?} after the ring's instant",
+            now - rung_for
+        );
+    }
+
+    /// Rings never move the timer later: of two rings, the earlier instant wakes the wait,
+    /// whichever came first.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test]
+    async fn the_earliest_ring_wins() {
+        let mut alarm = Alarm::new();
+        let bell = alarm.bell().expect("a timerfd on Linux");
+        let early = Instant::now() + Duration::from_millis(5);
+        assert!(bell.ring_by(early + Duration::from_millis(200)));
+        assert!(bell.ring_by(early));
+        assert!(bell.ring_by(early + Duration::from_millis(400)));
+        alarm
+            .wait_until(Instant::now() + Duration::from_hours(1))
+            .await;
+        let now = Instant::now();
+        assert!(now >= early);
+        assert!(
+            now < early + Duration::from_millis(150),
+            "{:?} late",
+            now - early
+        );
+    }
+
+    /// The sender's round against callers that queue and ring from other threads, as the
+    /// producer does: every item queued is taken by the round after its ring's instant, never
+    /// left for the sender's far wait. A ring lost between the sender's look and its wait would
+    /// leave its item for an hour.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_ring_is_lost_between_a_look_and_a_wait() {
+        const ITEMS: u32 = 300;
+        use std::sync::{Arc, Mutex};
+
+        let mut alarm = Alarm::new();
+        let bell = alarm.bell().expect("a timerfd on Linux");
+        let queue: Arc<Mutex<Vec<(u32, Instant)>>> = Arc::default();
+        let callers = {
+            let queue = Arc::clone(&queue);
+            tokio::spawn(async move {
+                for i in 0..ITEMS {
+                    let due = Instant::now() + Duration::from_micros(200 + u64::from(i % 7) * 150);
+                    queue
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((i, due));
+                    assert!(bell.ring_by(due));
+                    tokio::time::sleep(Duration::from_micros(u64::from(i % 5) * 300)).await;
+                }
+            })
+        };
+        let mut taken = 0;
+        let mut latest = Duration::ZERO;
+        let give_up = Instant::now() + Duration::from_mins(1);
+        loop {
+            alarm.looked();
+            let now = Instant::now();
+            let mut next: Option<Instant> = None;
+            queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .retain(|&(_, due)| {
+                    if now >= due {
+                        taken += 1;
+                        latest = latest.max(now - due);
+                        false
+                    } else {
+                        next = Some(next.map_or(due, |n| n.min(due)));
+                        true
+                    }
+                });
+            assert!(
+                Instant::now() < give_up,
+                "{taken} of {ITEMS} taken in a minute"
+            );
+            if taken == ITEMS {
+                break;
+            }
+            // The far wait stands for the sender's idle wait: only a ring (or an item seen
+            // above) ends it in time.
+            alarm
+                .wait_until(next.unwrap_or(now + Duration::from_hours(1)))
+                .await;
+        }
+        callers.await.expect("the callers");
+        assert!(
+            latest < Duration::from_millis(500),
+            "an item waited {latest:?} past its instant"
+        );
     }
 }

@@ -48,6 +48,7 @@ use crate::client::net::{Connection, InFlight};
 use crate::client::observe::{Event as Observed, Interest};
 use crate::client::unwind::{unwound, unwound_now};
 use alarm::Alarm;
+pub(super) use alarm::Bell;
 use producer_id::FIRST_REBUILD_WAIT;
 use request::{TxnGate, age, prepare, start_produce, txn_produce};
 use settle::{
@@ -159,6 +160,11 @@ const DEFAULT_STATISTICS_INTERVAL: Duration = Duration::from_secs(1);
 
 pub(super) async fn run(shared: Arc<Shared>) {
     let init_backoff = shared.client.retry_backoff();
+    let alarm = Alarm::new();
+    if let Some(bell) = alarm.bell() {
+        // Only this task sets it, once: a second set cannot happen.
+        let _ = shared.bell.set(bell);
+    }
     let mut sender = Sender {
         shared,
         tasks: JoinSet::new(),
@@ -180,7 +186,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         txn_produce: None,
         statistics_at: None,
         leaders: Vec::new(),
-        alarm: Alarm::new(),
+        alarm,
     };
     sender.run().await;
 }
@@ -221,6 +227,9 @@ impl Sender {
             self.maybe_rebuild();
             self.maybe_init_producer_id();
             self.connect_leaders().await;
+            // What was asked of the alarm so far is in the queues this round reads (see
+            // `alarm`'s invariants): forgotten before they are read.
+            self.alarm.looked();
             let (requests, mut next_wake) = self.plan(Instant::now(), closing);
             self.maybe_report_queue();
             // The oldest request's answer is due first (requests on one connection share a
