@@ -49,20 +49,6 @@ pub(crate) fn amz_date(t: SystemTime) -> String {
     )
 }
 
-/// `t` as the ISO 8601 the credential sources read (`Expiration` of IMDS and STS):
-/// `YYYY-MM-DDTHH:MM:SSZ`, UTC.
-// Only the embedded cluster's MSK IAM authority (and the tests) uses this form.
-#[cfg(any(test, feature = "testing"))]
-pub(crate) fn iso8601(t: SystemTime) -> String {
-    let (year, month, day, rest) = civil(t);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
 /// `t`'s civil date in UTC and the seconds of its day.
 fn civil(t: SystemTime) -> (i64, u32, u32, i64) {
     let secs = t
@@ -100,24 +86,6 @@ fn instant(
     let days = days_from_civil(year, month, day);
     let secs = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second);
     Some(UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).ok()?))
-}
-
-/// Reads `SigV4`'s `YYYYMMDDTHHMMSSZ`.
-// Only the embedded cluster's MSK IAM authority (and the tests) uses this form.
-#[cfg(any(test, feature = "testing"))]
-pub(crate) fn parse_amz_date(text: &str) -> Option<SystemTime> {
-    let b = text.as_bytes();
-    if !text.is_ascii() || b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {
-        return None;
-    }
-    instant(
-        number(text.get(0..4)?)?,
-        number(text.get(4..6)?)?,
-        number(text.get(6..8)?)?,
-        number(text.get(9..11)?)?,
-        number(text.get(11..13)?)?,
-        number(text.get(13..15)?)?,
-    )
 }
 
 /// Reads ISO 8601 UTC: `YYYY-MM-DDTHH:MM:SS`, optional fraction, then `Z` or `+00:00`.
@@ -168,7 +136,6 @@ mod tests {
     fn msk_iam_dates_round_trip_through_both_forms() {
         let t = parse_iso8601("2015-08-30T12:36:00Z").expect("valid");
         assert_eq!(amz_date(t), "20150830T123600Z");
-        assert_eq!(parse_amz_date("20150830T123600Z"), Some(t));
         assert_eq!(parse_iso8601("2015-08-30T12:36:00.123+00:00"), Some(t));
         let leap = parse_iso8601("2024-02-29T23:59:59Z").expect("a leap day");
         assert_eq!(amz_date(leap), "20240229T235959Z");
@@ -189,14 +156,6 @@ mod tests {
             "+015-08-30T12:36:00Z",
         ] {
             assert_eq!(parse_iso8601(bad), None, "{bad}");
-        }
-        for bad in [
-            "20150830T123600",
-            "2015083XT123600Z",
-            "20150830T1236000Z",
-            "ééééééééééééééZ",
-        ] {
-            assert_eq!(parse_amz_date(bad), None, "{bad}");
         }
     }
 }

@@ -24,13 +24,42 @@ use sha2::{Digest, Sha256};
 
 use super::server::{Close, Cx, decode, encode};
 use crate::client::aws::json::{field, parse_flat_object};
-use crate::client::aws::time::parse_amz_date;
+use crate::client::aws::time::{amz_date, parse_iso8601};
 
 /// `t` in the ISO 8601 form (`2026-12-05T08:00:00Z`) that IMDS and STS give credentials'
 /// expiry in, for doubles of them.
 #[must_use]
 pub fn iso8601(t: SystemTime) -> String {
-    crate::client::aws::time::iso8601(t)
+    // The client writes only SigV4's basic form; this one is the same fields, separated.
+    let basic = amz_date(t);
+    format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &basic[0..4],
+        &basic[4..6],
+        &basic[6..8],
+        &basic[9..11],
+        &basic[11..13],
+        &basic[13..15]
+    )
+}
+
+/// Reads `SigV4`'s `YYYYMMDDTHHMMSSZ` (a signed request's `x-amz-date`), through the client's
+/// ISO 8601 reader: the same fields, separated.
+fn parse_amz_date(text: &str) -> Option<SystemTime> {
+    let b = text.as_bytes();
+    if !text.is_ascii() || b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {
+        return None;
+    }
+    let iso = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &text[0..4],
+        &text[4..6],
+        &text[6..8],
+        &text[9..11],
+        &text[11..13],
+        &text[13..15]
+    );
+    parse_iso8601(&iso)
 }
 
 const MECHANISM: &str = "AWS_MSK_IAM";
@@ -364,5 +393,41 @@ impl Session {
             }
         };
         encode(cx, &response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::{iso8601, parse_amz_date};
+    use crate::client::aws::time::{amz_date, parse_iso8601};
+
+    #[test]
+    fn both_forms_of_a_time_round_trip() {
+        let t = parse_iso8601("2015-08-30T12:36:00Z").expect("valid");
+        assert_eq!(parse_amz_date("20150830T123600Z"), Some(t));
+        assert_eq!(iso8601(t), "2015-08-30T12:36:00Z");
+        let leap = parse_iso8601("2024-02-29T23:59:59Z").expect("a leap day");
+        assert_eq!(
+            iso8601(leap + Duration::from_secs(1)),
+            "2024-03-01T00:00:00Z"
+        );
+        assert_eq!(parse_amz_date(&amz_date(leap)), Some(leap));
+        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn a_malformed_amz_date_is_refused() {
+        for bad in [
+            "20150830T123600",
+            "2015083XT123600Z",
+            "20150830T1236000Z",
+            "ééééééééééééééZ",
+            "20230229T000000Z",
+            "2015-830T123600Z",
+        ] {
+            assert_eq!(parse_amz_date(bad), None, "{bad}");
+        }
     }
 }
