@@ -45,7 +45,8 @@
 //! `COMPARE_DEEP_WINDOW` (10000), `COMPARE_CG_M` (200000), `COMPARE_ONLY` (comma list of
 //! publish, publish-deep, publish-1p, publish-1p-deep, sequential, allocations, auto, tracked,
 //! heap, callgrind; default all), `COMPARE_HEAP_N` (200), `COMPARE_SEQUENTIAL` (5000), `COMPARE_ALLOC_RECORDS` (1000),
-//! `COMPARE_COUNTING_EXE` (set by `scripts/bench-compare`), `COMPARE_LATENCIES_DIR` (each
+//! `COMPARE_COUNTING_EXE` (set by `scripts/bench-compare`), `COMPARE_SMAPS` (a child copies its
+//! `/proc/self/smaps` there as it ends), `COMPARE_LATENCIES_DIR` (each
 //! sequential publish's latency, one file per child), `COMPARE_SIGHT`, `VALGRIND` (valgrind).
 
 use std::collections::BTreeMap;
@@ -396,6 +397,10 @@ fn child(args: &[String]) {
     // The whole child's CPU time (user + system, every thread, librdkafka's too), per record:
     // it holds where throughput is bound by the broker's round trip.
     let cpu_us = cpu_seconds() * 1e6 / records.max(1) as f64;
+    // The mappings and what each holds resident as the child ends, for a closer look at RSS.
+    if let Ok(path) = std::env::var("COMPARE_SMAPS") {
+        let _ = std::fs::copy("/proc/self/smaps", path);
+    }
     // Every latency, in order of the publishes, for a closer look at a tail.
     if let Ok(dir) = std::env::var("COMPARE_LATENCIES_DIR")
         && !latencies.is_empty()

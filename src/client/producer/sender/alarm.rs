@@ -20,16 +20,34 @@
 //! a system call on its own thread; the sender, which always waits on the timer's readiness,
 //! wakes then.
 //!
+//! A near wait (up to 100 ms) waits on the timerfd alone. Registering tokio's sleep beside it
+//! cost a system call and a wake-up per wait: tokio's driver is told of a timer earlier than
+//! the one it parks for by a write to its eventfd, even from its own thread, and its next park
+//! returns at once for it. The sleep stays for far waits, and is the fallback when the timer
+//! cannot be set or read. It is one sleep, kept registered and moved: a far wait is mostly
+//! for the answer to the request just sent, a little later than the last one's, and a sleep
+//! moved later is a number changed, where a new sleep earlier than the driver's next wake is
+//! that eventfd write again.
+//!
 //! The invariants:
-//! - [`Alarm::wait_until`] never returns later than tokio's sleep would (the sleep runs beside
-//!   the timerfd, which also keeps the alarm working under tokio's paused test clock, which a
-//!   kernel timer does not follow), and never before its instant unless a bell was rung for an
-//!   earlier one since the sender last [looked](Alarm::looked) or the timer last fired.
+//! - [`Alarm::wait_until`] never returns before its instant unless a bell was rung for an
+//!   earlier one since the sender last [looked](Alarm::looked) or the timer last fired, and no
+//!   later than tokio's sleep would: a far wait runs the sleep beside the timerfd (which also
+//!   keeps far waits working under tokio's paused test clock, which a kernel timer does not
+//!   follow; a near wait there ends in real time), and a near wait falls back to the sleep
+//!   when the timer cannot be set or read.
 //! - The timer never moves later than an instant asked since the sender last looked: a ring or
 //!   a wait only ever lowers the instant asked, sets the timer for it, and sets it again if
 //!   someone lowered it meanwhile. The sender looks (forgets what was asked) before it reads
 //!   the queues, so a batch whose ring found an earlier instant already asked is in the queues
 //!   the sender reads when that earlier instant wakes it.
+//! - What the timer is set for is known: a setting and its record change together, under one
+//!   lock (the record first, so that it also says what a setting under way will set), and so
+//!   do the read of an expiry and the record's clearing. A setting for the instant the record
+//!   holds (the sender's wait for the batch whose caller rang) is no system call and takes no
+//!   lock: the record is read without it, and the only settings that can change it meanwhile
+//!   are rings, which move the timer earlier or, when they raced another ring, set it again
+//!   for the earliest instant asked.
 
 use tokio::time::Instant;
 
@@ -38,6 +56,8 @@ use tokio::time::Instant;
 pub(super) struct Alarm {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     precise: Option<std::sync::Arc<linux::Timer>>,
+    /// tokio's sleep for far waits, made by the first and moved by the others.
+    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// Sets the sender's alarm from another task, without waking the sender now.
@@ -67,6 +87,7 @@ impl Alarm {
         Alarm {
             #[cfg(any(target_os = "linux", target_os = "android"))]
             precise: linux::Timer::new().map(std::sync::Arc::new),
+            sleep: None,
         }
     }
 
@@ -96,28 +117,45 @@ impl Alarm {
     /// Cancel safe: a wait dropped early leaves the timer set for `at`; the next call sets it
     /// again for its own instant once the sender has looked.
     pub(super) async fn wait_until(&mut self, at: Instant) {
-        let sleep = tokio::time::sleep_until(at);
         #[cfg(any(target_os = "linux", target_os = "android"))]
         if let Some(timer) = &self.precise {
             let left = at.saturating_duration_since(Instant::now());
             // Passed already: tokio's sleep ends the wait, and it counts against the task's
             // cooperative budget, so a loop that keeps waiting for a past instant still yields
             // to the tasks beside it. Far: a millisecond late is nothing (an idle wait, a retry
-            // backoff), tokio's timer alone. Either way the timer's readiness is still awaited,
-            // for the bells.
+            // backoff), tokio's timer, with the timer's readiness still awaited for the bells.
             let near = !left.is_zero() && left <= linux::FAR;
-            if near && !timer.ask_by(at) {
-                sleep.await;
+            if near {
+                if timer.ask_by(at) && timer.fired().await.is_ok() {
+                    return;
+                }
+                sleep_until(&mut self.sleep, at).await;
                 return;
             }
             tokio::select! {
                 biased;
-                () = timer.fired() => {}
-                () = sleep => {}
+                Ok(()) = timer.fired() => {}
+                () = sleep_until(&mut self.sleep, at) => {}
             }
             return;
         }
-        sleep.await;
+        sleep_until(&mut self.sleep, at).await;
+    }
+}
+
+/// The alarm's sleep, moved to `at` (made by the first call).
+fn sleep_until(
+    sleep: &mut Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    at: Instant,
+) -> std::pin::Pin<&mut tokio::time::Sleep> {
+    match sleep {
+        Some(sleep) => {
+            if sleep.deadline() != at {
+                sleep.as_mut().reset(at);
+            }
+            sleep.as_mut()
+        }
+        none => none.insert(Box::pin(tokio::time::sleep_until(at))).as_mut(),
     }
 }
 
@@ -125,6 +163,7 @@ impl Alarm {
 mod linux {
     use std::os::fd::{AsFd, AsRawFd, RawFd};
     use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Mutex, MutexGuard, PoisonError};
     use std::time::Duration;
 
     use nix::errno::Errno;
@@ -170,6 +209,12 @@ mod linux {
         /// The earliest instant asked since the sender last looked, in nanoseconds after
         /// `base` ([`NOTHING`]: none).
         asked: AtomicU64,
+        /// What the timer is set for, or is being set for by the holder of `setting`, in
+        /// nanoseconds after `base` ([`NOTHING`]: disarmed, or its expiry read); changed only
+        /// under `setting`, with the setting or the read it records.
+        armed: AtomicU64,
+        /// Held across a setting or a read of the timer and the change of `armed`.
+        setting: Mutex<()>,
         base: Instant,
     }
 
@@ -185,6 +230,8 @@ mod linux {
                 Ok(fd) => Some(Timer {
                     fd,
                     asked: AtomicU64::new(NOTHING),
+                    armed: AtomicU64::new(NOTHING),
+                    setting: Mutex::new(()),
                     base: Instant::now(),
                 }),
                 Err(e) => {
@@ -199,21 +246,42 @@ mod linux {
             u64::try_from(after).unwrap_or(NOTHING - 1).min(NOTHING - 1)
         }
 
-        /// Sets the timer to fire at `nanos` after the base; `false` when it cannot be set.
+        fn setting(&self) -> MutexGuard<'_, ()> {
+            // The lock guards no data of its own: `armed` is changed after the system call
+            // succeeds, so a panic under it leaves a true record.
+            self.setting.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+
+        /// Sets the timer to fire at `nanos` after the base (no system call when it is set
+        /// for that already); `false` when it cannot be set.
         fn set(&self, nanos: u64) -> bool {
+            if self.armed.load(Ordering::SeqCst) == nanos {
+                return true;
+            }
+            let _setting = self.setting();
+            if self.armed.load(Ordering::SeqCst) == nanos {
+                return true;
+            }
             let at = self.base + Duration::from_nanos(nanos);
             // Never zero: that would disarm it.
             let left = at
                 .saturating_duration_since(Instant::now())
                 .max(Duration::from_nanos(1));
-            self.fd
-                .get_ref()
-                .0
-                .set(
-                    Expiration::OneShot(TimeSpec::from_duration(left)),
-                    TimerSetTimeFlags::empty(),
-                )
-                .is_ok()
+            // Recorded before the system call: a wait for this instant that reads the record
+            // meanwhile (the sender, woken by the answer to the last batch, waiting for the one
+            // this caller just queued) relies on the setting under way instead of queueing
+            // behind it for the lock.
+            self.armed.store(nanos, Ordering::SeqCst);
+            let set = self.fd.get_ref().0.set(
+                Expiration::OneShot(TimeSpec::from_duration(left)),
+                TimerSetTimeFlags::empty(),
+            );
+            if set.is_err() {
+                // Only a broken descriptor refuses a valid setting, and then every setting
+                // fails: each caller that rang wakes the sender itself.
+                self.armed.store(NOTHING, Ordering::SeqCst);
+            }
+            set.is_ok()
         }
 
         /// Has the timer fire by `at`: lowers the instant asked to `at` and sets the timer
@@ -259,18 +327,26 @@ mod linux {
             self.asked.swap(NOTHING, Ordering::SeqCst);
         }
 
-        /// Waits for the timer to fire; pending forever when it cannot be read (the caller's
-        /// tokio sleep ends the wait then).
+        /// Waits for the timer to fire; `Err` when it cannot be read (the caller's tokio sleep
+        /// ends the wait then).
         ///
         /// # Cancel safety
         ///
         /// Cancel safe: an expiry not yet read stays readable for the next wait.
-        pub(super) async fn fired(&self) {
+        pub(super) async fn fired(&self) -> Result<(), Errno> {
             loop {
                 let Ok(mut ready) = self.fd.readable().await else {
-                    return std::future::pending().await;
+                    return Err(Errno::EBADF);
                 };
-                match self.fd.get_ref().0.wait() {
+                let read = {
+                    let _setting = self.setting();
+                    let read = self.fd.get_ref().0.wait();
+                    if read.is_ok() {
+                        self.armed.store(NOTHING, Ordering::SeqCst);
+                    }
+                    read
+                };
+                match read {
                     Ok(()) => {
                         // The expiry is read, so the timer is not readable until it is set
                         // again and fires: said now, the next wait does not begin with a read
@@ -279,11 +355,11 @@ mod linux {
                         // What was asked is due: a later instant asked from now on sets the
                         // timer again (the same read-modify-write as the sender's look).
                         self.forget();
-                        return;
+                        return Ok(());
                     }
                     // Readiness left over from an expiry that a later setting has reset.
                     Err(Errno::EAGAIN) => ready.clear_ready(),
-                    Err(_) => return std::future::pending().await,
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -337,6 +413,35 @@ mod tests {
         let started = Instant::now();
         alarm.wait_until(started - Duration::from_millis(1)).await;
         assert!(started.elapsed() < Duration::from_millis(5));
+    }
+
+    /// The far waits share one sleep, moved from wait to wait: a wait dropped before its
+    /// instant does not end the next one early when the next is later, nor late when it is
+    /// earlier.
+    #[tokio::test]
+    async fn far_waits_moved_either_way_end_at_their_instants() {
+        let mut alarm = Alarm::new();
+        let start = Instant::now();
+        let first = start + Duration::from_millis(400);
+        let _ = tokio::time::timeout(Duration::from_millis(5), alarm.wait_until(first)).await;
+        alarm.looked();
+        // Moved earlier: ends at its own instant, well before the first.
+        let earlier = start + Duration::from_millis(200);
+        alarm.wait_until(earlier).await;
+        let now = Instant::now();
+        assert!(now >= earlier);
+        assert!(
+            now < first,
+            "ended {:?} after the earlier instant",
+            now - earlier
+        );
+        // Dropped, then moved later: not ended at the dropped wait's instant.
+        let dropped = Instant::now() + Duration::from_millis(150);
+        let _ = tokio::time::timeout(Duration::from_millis(5), alarm.wait_until(dropped)).await;
+        alarm.looked();
+        let later = Instant::now() + Duration::from_millis(300);
+        alarm.wait_until(later).await;
+        assert!(Instant::now() >= later);
     }
 
     /// A loop that keeps waiting for an instant already past still lets the tasks beside it
