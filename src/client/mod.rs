@@ -111,11 +111,25 @@ struct Inner {
     coordinators: coordinator::Coordinators,
     /// KIP-714 pushes, with `enable.metrics.push`.
     telemetry: Option<Arc<telemetry::Telemetry>>,
+    /// Ends the periodic metadata refresh when the client is dropped.
+    refresh_stop: Arc<tokio::sync::Notify>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The client's own tasks hold it weakly and would only find it gone at their next
+        // wake-up, minutes away: a dropped client's tasks end now. A permit is stored for a
+        // task not waiting yet.
+        self.refresh_stop.notify_one();
+        if let Some(t) = &self.telemetry {
+            t.stop_now();
+        }
+    }
 }
 
 /// Refreshes the known topics every `topic.metadata.refresh.interval.ms`, until the client is
-/// dropped, so that leader moves are seen even by a client that hits no error.
-async fn refresh_periodically(inner: std::sync::Weak<Inner>) {
+/// dropped (`stop`), so that leader moves are seen even by a client that hits no error.
+async fn refresh_periodically(inner: std::sync::Weak<Inner>, stop: Arc<tokio::sync::Notify>) {
     loop {
         let Some(interval) = inner.upgrade().map(|i| i.config.metadata_refresh_interval) else {
             return;
@@ -123,7 +137,10 @@ async fn refresh_periodically(inner: std::sync::Weak<Inner>) {
         if interval.is_zero() {
             return;
         }
-        tokio::time::sleep(interval).await;
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            () = stop.notified() => return,
+        }
         let Some(inner) = inner.upgrade() else {
             return;
         };
@@ -188,11 +205,15 @@ impl Client {
                 ),
                 coordinators: coordinator::Coordinators::default(),
                 telemetry,
+                refresh_stop: Arc::new(tokio::sync::Notify::new()),
                 config,
             }),
         };
         client.refresh_metadata(&[]).await?;
-        outlined::spawn(refresh_periodically(Arc::downgrade(&client.inner)));
+        outlined::spawn(refresh_periodically(
+            Arc::downgrade(&client.inner),
+            Arc::clone(&client.inner.refresh_stop),
+        ));
         if let Some(t) = &client.inner.telemetry {
             outlined::spawn(telemetry::run(Arc::downgrade(&client.inner), Arc::clone(t)));
         }

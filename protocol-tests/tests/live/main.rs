@@ -2,6 +2,7 @@
 
 mod admin;
 mod batches;
+mod closing;
 mod codecs;
 mod consume;
 mod group;

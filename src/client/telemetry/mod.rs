@@ -395,6 +395,12 @@ impl Telemetry {
         }
     }
 
+    /// Stops the task without a terminating push (its client was dropped, not closed).
+    pub(crate) fn stop_now(&self) {
+        self.shared().over = true;
+        self.stop.notify_one();
+    }
+
     /// The terminating push, once; then the task stops. A client closed before its first
     /// subscription answer arrived waits for it (within the same bound), so that a short-lived
     /// client's metrics still reach a cluster that subscribes to them.

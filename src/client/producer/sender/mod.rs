@@ -230,10 +230,32 @@ impl Sender {
             // What was asked of the alarm so far is in the queues this round reads (see
             // `alarm`'s invariants): forgotten before they are read.
             self.alarm.looked();
-            let (requests, mut next_wake) = self.plan(Instant::now(), closing);
+            let (requests, mut next_wake, more) = self.plan(Instant::now(), closing);
             self.maybe_report_queue();
+            let sent_any = !requests.is_empty();
+            let mut settled_now = false;
+            let mut requests = requests;
+            for Planned { node, batches, .. } in requests.drain(..) {
+                settled_now |= self.dispatch(node, batches);
+            }
+            self.planned = requests;
+            self.maybe_refresh();
+            if sent_any && (more || settled_now) {
+                // More may be sendable right away (the next batch of a partition, a request's
+                // worth that did not fit, or what the batches settled as they went out let
+                // go): planned again at once. The loop yields only when its cooperative
+                // budget is spent, so that a sender that always has something to send leaves
+                // the worker to the tasks beside it. It yielded on every send before: each
+                // yield parked the worker once more and woke another thread, about a quarter
+                // of the CPU of a sequential publish. And it planned again after every send
+                // before, a round that found nothing in the common case of one batch per
+                // partition.
+                tokio::task::coop::consume_budget().await;
+                continue;
+            }
             // The oldest request's answer is due first (requests on one connection share a
-            // timeout); the others are looked at whenever the loop wakes.
+            // timeout), the ones just sent included; the others are looked at whenever the
+            // loop wakes.
             let answer_due = self.awaited.iter().map(|a| a.answer.deadline()).min();
             for at in [
                 self.dial_retry_at,
@@ -247,21 +269,8 @@ impl Sender {
             {
                 next_wake = Some(next_wake.map_or(at, |w| w.min(at)));
             }
-            let sent_any = !requests.is_empty();
-            let mut requests = requests;
-            for Planned { node, batches, .. } in requests.drain(..) {
-                self.dispatch(node, batches);
-            }
-            self.planned = requests;
-            self.maybe_refresh();
-            if sent_any {
-                // More may be sendable right away (the next batch of a partition): planned
-                // again at once. The loop yields only when its cooperative budget is spent, so
-                // that a sender that always has something to send leaves the worker to the
-                // tasks beside it. It yielded on every send before: each yield parked the
-                // worker once more and woke another thread, about a quarter of the CPU of a
-                // sequential publish.
-                tokio::task::coop::consume_budget().await;
+            if closing && self.tasks.is_empty() && self.awaited.is_empty() {
+                // The last answers came in this round: the loop's top ends it.
                 continue;
             }
             let wake_at = next_wake.unwrap_or_else(|| Instant::now() + Duration::from_hours(1));
@@ -316,7 +325,7 @@ impl Sender {
     }
 
     /// Picks what to send now; returns the requests by leader and when to look again.
-    fn plan(&mut self, now: Instant, closing: bool) -> (Vec<Planned>, Option<Instant>) {
+    fn plan(&mut self, now: Instant, closing: bool) -> (Vec<Planned>, Option<Instant>, bool) {
         let config = &self.shared.config;
         let idempotent = config.enable_idempotence;
         let per_connection = config.effective_in_flight();
@@ -337,6 +346,9 @@ impl Sender {
         let mut topics: Vec<Arc<str>> = Vec::new();
         let mut released = Released::new(&self.shared.client.config().observers);
         let mut recreated_sequenced = false;
+        // A batch left that the next round may send at once: one behind a batch taken now,
+        // or one that did not fit in its request.
+        let mut more = false;
         for (topic, queues) in &mut state.topics {
             for (p, queue) in queues.partitions.iter_mut().enumerate() {
                 let partition = p as i32;
@@ -390,6 +402,7 @@ impl Sender {
                 });
                 let planned = planned_at.map_or(0, |i| requests[i].bytes);
                 if planned > 0 && planned + size > config.message_max_bytes {
+                    more = true;
                     continue;
                 }
                 let Some(mut batch) = queue.ready.pop_front() else {
@@ -402,6 +415,7 @@ impl Sender {
                 }
                 queue.in_flight += 1;
                 queue.in_flight_conn = conn.id();
+                more |= !queue.ready.is_empty();
                 Planned::add(
                     &mut requests,
                     &mut self.spare,
@@ -426,7 +440,7 @@ impl Sender {
         drop(guard);
         released.tell(&self.shared.client.config().observers);
         self.maybe_register(gate.to_register);
-        (requests, next_wake)
+        (requests, next_wake, more)
     }
 
     /// Starts an `AddPartitionsToTxn` for the partitions waiting for one, unless one is in
@@ -491,7 +505,6 @@ impl Sender {
         }
         self.shared.release(&mut state, 0, 0);
         drop(state);
-        self.shared.wake.notify_one();
     }
 
     /// Dials (or reuses) the connection to every leader that has batches waiting.
@@ -569,7 +582,9 @@ impl Sender {
     /// Puts one Produce request on the wire now, on the connection the plan chose, so that
     /// requests leave in the order they were planned (sequence order within each partition);
     /// the loop itself waits for the answer.
-    fn dispatch(&mut self, node: i32, batches: Vec<ClosedBatch>) {
+    /// Sends a request of `batches` to `node`; `true` when they were settled at once (`acks=0`,
+    /// or the request could not be started), which may have made room for more.
+    fn dispatch(&mut self, node: i32, batches: Vec<ClosedBatch>) -> bool {
         *self.node_in_flight.entry(node).or_default() += 1;
         self.batches_in_flight += batches.len();
         let config = &self.shared.config;
@@ -584,11 +599,14 @@ impl Sender {
             None => Err(Error::Closed(format!("no connection to broker {node}"))),
         };
         match started {
-            Ok(Some(answer)) => self.awaited.push(Awaited {
-                node,
-                batches,
-                answer,
-            }),
+            Ok(Some(answer)) => {
+                self.awaited.push(Awaited {
+                    node,
+                    batches,
+                    answer,
+                });
+                return false;
+            }
             // `acks=0`: written as far as anyone will know.
             Ok(None) => self.handle(Event::Produced {
                 node,
@@ -603,6 +621,7 @@ impl Sender {
                 reached_wire: false,
             }),
         }
+        true
     }
 
     fn maybe_refresh(&mut self) {
@@ -628,6 +647,9 @@ impl Sender {
         });
     }
 
+    /// Acts on what a request or a task brought. Only the loop calls this, and it plans after
+    /// every event it handles (later in the same round, or in the next), so a handler wakes
+    /// nobody: a wake of the sender by itself was a round that found nothing.
     fn handle(&mut self, event: Event) {
         match event {
             Event::Refreshed => self.refresh_in_flight = false,
@@ -677,7 +699,6 @@ impl Sender {
                 drop(state);
                 self.keep_spare(batches);
                 released.tell(observers);
-                shared.wake.notify_one();
                 return;
             }
         };
@@ -724,7 +745,6 @@ impl Sender {
         drop(state);
         self.keep_spare(batches);
         released.tell(observers);
-        shared.wake.notify_one();
     }
 
     /// Keeps an emptied list of a request's batches for a later request (a few of them: as

@@ -123,7 +123,6 @@ impl Sender {
                     let released = self.restart_sequences(&mut state);
                     drop(state);
                     released.tell(&self.shared.client.config().observers);
-                    self.shared.wake.notify_one();
                     return;
                 }
             }
@@ -152,7 +151,6 @@ impl Sender {
             }
         }
         drop(state);
-        self.shared.wake.notify_one();
     }
 
     /// After an epoch bump: every partition's sequences start again at zero; batches whose
