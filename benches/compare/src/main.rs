@@ -21,6 +21,8 @@
 //! - publish-1p, publish-1p-deep: the same into a topic of one partition (issue 20).
 //! - sequential: `COMPARE_SEQUENTIAL` publishes into one partition, each awaited before the
 //!   next (`acks=all`): records/s and the median p50 and p99 latency of one publish.
+//! - sequential-task: the same from a task spawned on the runtime, as a service's handler
+//!   publishes, rather than from the thread that blocks on the runtime.
 //! - CPU us/record: the child's user + system time (`CLOCK_PROCESS_CPUTIME_ID`, every thread,
 //!   librdkafka's C threads included, connect and start-up included) per record.
 //! - RSS: the child's peak resident set (`VmHWM`) at the end of its measurement.
@@ -43,7 +45,8 @@
 //! Settings (environment): `KAFKA_TEST_URL` (127.0.0.1:9092), `COMPARE_ROUNDS` (3),
 //! `COMPARE_PUBLISH` (300000), `COMPARE_CONSUME` (500000), `COMPARE_WINDOW` (1000),
 //! `COMPARE_DEEP_WINDOW` (10000), `COMPARE_CG_M` (200000), `COMPARE_ONLY` (comma list of
-//! publish, publish-deep, publish-1p, publish-1p-deep, sequential, allocations, auto, tracked,
+//! publish, publish-deep, publish-1p, publish-1p-deep, sequential, sequential-task, allocations,
+//! auto, tracked,
 //! heap, callgrind; default all), `COMPARE_HEAP_N` (200), `COMPARE_SEQUENTIAL` (5000), `COMPARE_ALLOC_RECORDS` (1000),
 //! `COMPARE_COUNTING_EXE` (set by `scripts/bench-compare`), `COMPARE_SMAPS` (a child copies its
 //! `/proc/self/smaps` there as it ends), `COMPARE_LATENCIES_DIR` (each
@@ -354,18 +357,28 @@ fn child(args: &[String]) {
             ("publish", "ours") => plain(ours::publish(&url, topic, records, window).await),
             ("publish", "seen") => plain(seen::publish(&url, topic, records, window).await),
             ("publish", "rd") => plain(rd::publish(&url, topic, records, window).await),
-            ("sequential", "ours") => {
-                let (rate, latencies, bytes, count) = ours::sequential(&url, topic, records).await;
-                allocations = (bytes, count);
-                (rate, 0, latencies)
-            }
-            ("sequential", "seen") => {
-                let (rate, latencies, bytes, count) = seen::sequential(&url, topic, records).await;
-                allocations = (bytes, count);
-                (rate, 0, latencies)
-            }
-            ("sequential", "rd") => {
-                let (rate, latencies, bytes, count) = rd::sequential(&url, topic, records).await;
+            ("sequential" | "sequential-task", "ours" | "seen" | "rd") => {
+                // From a task on the runtime's workers (as a service's handler publishes),
+                // or from the thread that blocks on the runtime.
+                macro_rules! sequential {
+                    ($side:ident) => {
+                        if kind == "sequential-task" {
+                            let (url, topic) = (url.clone(), topic.clone());
+                            tokio::spawn(
+                                async move { $side::sequential(&url, &topic, records).await },
+                            )
+                            .await
+                            .expect("the publishing task")
+                        } else {
+                            $side::sequential(&url, topic, records).await
+                        }
+                    };
+                }
+                let (rate, latencies, bytes, count) = match side.as_str() {
+                    "ours" => sequential!(ours),
+                    "seen" => sequential!(seen),
+                    _ => sequential!(rd),
+                };
                 allocations = (bytes, count);
                 (rate, 0, latencies)
             }
@@ -446,6 +459,12 @@ struct Reported {
 
 /// Runs a child (under `wrapper` if given; the counting build of this binary if `counting`)
 /// and parses its result line.
+/// Whether a child of `kind` publishes one record at a time (from the blocking thread or from
+/// a task).
+fn sequential(kind: &str) -> bool {
+    kind == "sequential" || kind == "sequential-task"
+}
+
 fn run_child(wrapper: &[String], counting: bool, args: &[&str]) -> Reported {
     let exe = if counting {
         std::path::PathBuf::from(
@@ -601,6 +620,7 @@ fn main() {
         ("publish-1p", "publish", window, 1),
         ("publish-1p-deep", "publish", deep_window, 1),
         ("sequential", "sequential", 1, 1),
+        ("sequential-task", "sequential-task", 1, 1),
         ("allocations", "sequential", 1, 1),
         ("auto", "auto", window, PARTITIONS),
         ("tracked", "tracked", window, PARTITIONS),
@@ -622,14 +642,14 @@ fn main() {
         order.rotate_left(round % sides.len());
         for &(scenario, kind, in_flight, partitions) in &scenarios {
             for &side in &order {
-                let publishes = kind == "publish" || kind == "sequential";
+                let publishes = kind == "publish" || sequential(kind);
                 let (topic, records) = if publishes {
                     let topic = unique("cmp-publish");
                     runtime.block_on(create_topic(&admin, &topic, partitions));
                     topics.push(topic.clone());
                     let records = if scenario == "allocations" {
                         alloc_records
-                    } else if kind == "sequential" {
+                    } else if sequential(kind) {
                         sequential_records
                     } else {
                         publish_records
@@ -660,7 +680,7 @@ fn main() {
                             ", {:.0} bytes and {:.1} allocations per publish",
                             got.alloc_bytes, got.allocs
                         )
-                    } else if kind == "sequential" {
+                    } else if sequential(kind) {
                         format!(", p50 {:.0} us, p99 {:.0} us", got.p50_us, got.p99_us)
                     } else {
                         String::new()
@@ -848,7 +868,7 @@ fn main() {
             co / cr,
             sight(seen.map(|s| median(s.cpu_us.clone())), co)
         );
-        if *kind == "sequential" {
+        if sequential(kind) {
             for (name, pick) in [
                 (
                     "p50",
@@ -883,8 +903,18 @@ fn main() {
     }
     if let (Some(o), Some(r)) = (heap.get("ours"), heap.get("rd")) {
         for (name, ours, theirs, seen) in [
-            ("heap bytes/publish", o.0, r.0, heap.get("seen").map(|s| s.0)),
-            ("heap allocations/publish", o.1, r.1, heap.get("seen").map(|s| s.1)),
+            (
+                "heap bytes/publish",
+                o.0,
+                r.0,
+                heap.get("seen").map(|s| s.0),
+            ),
+            (
+                "heap allocations/publish",
+                o.1,
+                r.1,
+                heap.get("seen").map(|s| s.1),
+            ),
         ] {
             let _ = writeln!(
                 report,
