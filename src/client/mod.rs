@@ -111,25 +111,18 @@ struct Inner {
     coordinators: coordinator::Coordinators,
     /// KIP-714 pushes, with `enable.metrics.push`.
     telemetry: Option<Arc<telemetry::Telemetry>>,
-    /// Ends the periodic metadata refresh when the client is dropped.
-    refresh_stop: Arc<tokio::sync::Notify>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // The client's own tasks hold it weakly and would only find it gone at their next
-        // wake-up, minutes away: a dropped client's tasks end now. A permit is stored for a
-        // task not waiting yet.
-        self.refresh_stop.notify_one();
-        if let Some(t) = &self.telemetry {
-            t.stop_now();
-        }
-    }
+    /// Dropped with the client: the client's own tasks, which hold it weakly, end when it is
+    /// (their receivers see the channel close) rather than at their next wake-up, minutes away.
+    lifeline: tokio::sync::watch::Sender<()>,
 }
 
 /// Refreshes the known topics every `topic.metadata.refresh.interval.ms`, until the client is
-/// dropped (`stop`), so that leader moves are seen even by a client that hits no error.
-async fn refresh_periodically(inner: std::sync::Weak<Inner>, stop: Arc<tokio::sync::Notify>) {
+/// dropped (`lifeline` closes), so that leader moves are seen even by a client that hits no
+/// error.
+async fn refresh_periodically(
+    inner: std::sync::Weak<Inner>,
+    mut lifeline: tokio::sync::watch::Receiver<()>,
+) {
     loop {
         let Some(interval) = inner.upgrade().map(|i| i.config.metadata_refresh_interval) else {
             return;
@@ -139,7 +132,7 @@ async fn refresh_periodically(inner: std::sync::Weak<Inner>, stop: Arc<tokio::sy
         }
         tokio::select! {
             () = tokio::time::sleep(interval) => {}
-            () = stop.notified() => return,
+            _ = lifeline.changed() => return,
         }
         let Some(inner) = inner.upgrade() else {
             return;
@@ -193,6 +186,7 @@ impl Client {
             observers: config.observers.clone(),
         };
         let backoff = Backoff::new(config.reconnect_backoff, config.reconnect_backoff_max);
+        let (lifeline, _) = tokio::sync::watch::channel(());
         let client = Client {
             inner: Arc::new(Inner {
                 connections: Connections::new(options, backoff),
@@ -205,17 +199,21 @@ impl Client {
                 ),
                 coordinators: coordinator::Coordinators::default(),
                 telemetry,
-                refresh_stop: Arc::new(tokio::sync::Notify::new()),
+                lifeline,
                 config,
             }),
         };
         client.refresh_metadata(&[]).await?;
         outlined::spawn(refresh_periodically(
             Arc::downgrade(&client.inner),
-            Arc::clone(&client.inner.refresh_stop),
+            client.inner.lifeline.subscribe(),
         ));
         if let Some(t) = &client.inner.telemetry {
-            outlined::spawn(telemetry::run(Arc::downgrade(&client.inner), Arc::clone(t)));
+            outlined::spawn(telemetry::run(
+                Arc::downgrade(&client.inner),
+                Arc::clone(t),
+                client.inner.lifeline.subscribe(),
+            ));
         }
         Ok(client)
     }

@@ -395,12 +395,6 @@ impl Telemetry {
         }
     }
 
-    /// Stops the task without a terminating push (its client was dropped, not closed).
-    pub(crate) fn stop_now(&self) {
-        self.shared().over = true;
-        self.stop.notify_one();
-    }
-
     /// The terminating push, once; then the task stops. A client closed before its first
     /// subscription answer arrived waits for it (within the same bound), so that a short-lived
     /// client's metrics still reach a cluster that subscribes to them.
@@ -447,8 +441,13 @@ fn log_refusal(api: &str, code: i16, step: Step) {
 }
 
 /// The telemetry task of the client `inner` points to: subscribe, push every interval, until
-/// the client is dropped, telemetry ends, or the terminating push was sent.
-pub(super) async fn run(inner: Weak<Inner>, telemetry: Arc<Telemetry>) {
+/// the client is dropped (`lifeline` closes: at once, not at the next wake-up), telemetry ends,
+/// or the terminating push was sent.
+pub(super) async fn run(
+    inner: Weak<Inner>,
+    telemetry: Arc<Telemetry>,
+    mut lifeline: tokio::sync::watch::Receiver<()>,
+) {
     let mut step = Step::Subscribe {
         after: Duration::ZERO,
     };
@@ -464,6 +463,7 @@ pub(super) async fn run(inner: Weak<Inner>, telemetry: Arc<Telemetry>) {
         tokio::select! {
             () = tokio::time::sleep(after) => {}
             () = telemetry.stop.notified() => return,
+            _ = lifeline.changed() => return,
         }
         if telemetry.is_over() {
             return;

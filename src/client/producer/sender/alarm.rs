@@ -247,8 +247,8 @@ mod linux {
         }
 
         fn setting(&self) -> MutexGuard<'_, ()> {
-            // The lock guards no data of its own: `armed` is changed after the system call
-            // succeeds, so a panic under it leaves a true record.
+            // The lock guards no data of its own, and no panic can come between a setting's
+            // record and its system call: a poisoned lock is taken over as it is.
             self.setting.lock().unwrap_or_else(PoisonError::into_inner)
         }
 
@@ -327,17 +327,15 @@ mod linux {
             self.asked.swap(NOTHING, Ordering::SeqCst);
         }
 
-        /// Waits for the timer to fire; `Err` when it cannot be read (the caller's tokio sleep
-        /// ends the wait then).
+        /// Waits for the timer to fire; the error when it cannot be read (the caller's tokio
+        /// sleep ends the wait then).
         ///
         /// # Cancel safety
         ///
         /// Cancel safe: an expiry not yet read stays readable for the next wait.
-        pub(super) async fn fired(&self) -> Result<(), Errno> {
+        pub(super) async fn fired(&self) -> std::io::Result<()> {
             loop {
-                let Ok(mut ready) = self.fd.readable().await else {
-                    return Err(Errno::EBADF);
-                };
+                let mut ready = self.fd.readable().await?;
                 let read = {
                     let _setting = self.setting();
                     let read = self.fd.get_ref().0.wait();
@@ -359,7 +357,7 @@ mod linux {
                     }
                     // Readiness left over from an expiry that a later setting has reset.
                     Err(Errno::EAGAIN) => ready.clear_ready(),
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 }
             }
         }
