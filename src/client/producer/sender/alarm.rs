@@ -43,7 +43,15 @@
 //!   the sender reads when that earlier instant wakes it.
 //! - What the timer is set for is known: a setting and its record change together, under one
 //!   lock (the record first, so that it also says what a setting under way will set), and so
-//!   do the read of an expiry and the record's clearing. A setting for the instant the record
+//!   do the taking of an expiry and the record's clearing.
+//! - An expiry is taken by the clock, not by reading the timer: readiness means the timer
+//!   fired when the real-clock instant its setting expires at has passed (kept with the lock,
+//!   taken before the setting's system call, so the kernel's expiry is no earlier). A setting
+//!   resets the kernel's count of expiries, and tokio's reactor is edge-triggered, so an
+//!   expiry left unread is no readiness later; readiness whose instant has not come is left
+//!   over from a setting since reset, and is dropped. The real clock, not tokio's: under
+//!   tokio's paused test clock a near wait still ends in real time, as the kernel's timer
+//!   does. A setting for the instant the record
 //!   holds (the sender's wait for the batch whose caller rang) is no system call and takes no
 //!   lock: the record is read without it, and the only settings that can change it meanwhile
 //!   are rings, which move the timer earlier or, when they raced another ring, set it again
@@ -166,7 +174,6 @@ mod linux {
     use std::sync::{Mutex, MutexGuard, PoisonError};
     use std::time::Duration;
 
-    use nix::errno::Errno;
     use nix::sys::time::TimeSpec;
     use nix::sys::timerfd::{ClockId, Expiration, TimerFlags, TimerSetTimeFlags};
     use tokio::io::Interest;
@@ -213,8 +220,10 @@ mod linux {
         /// nanoseconds after `base` ([`NOTHING`]: disarmed, or its expiry read); changed only
         /// under `setting`, with the setting or the read it records.
         armed: AtomicU64,
-        /// Held across a setting or a read of the timer and the change of `armed`.
-        setting: Mutex<()>,
+        /// Held across a setting of the timer, or the taking of its expiry, and the change of
+        /// `armed`; holds when, on the real clock, the last setting fires (`None`: disarmed,
+        /// or its expiry taken).
+        setting: Mutex<Option<std::time::Instant>>,
         base: Instant,
     }
 
@@ -231,7 +240,7 @@ mod linux {
                     fd,
                     asked: AtomicU64::new(NOTHING),
                     armed: AtomicU64::new(NOTHING),
-                    setting: Mutex::new(()),
+                    setting: Mutex::new(None),
                     base: Instant::now(),
                 }),
                 Err(e) => {
@@ -246,9 +255,9 @@ mod linux {
             u64::try_from(after).unwrap_or(NOTHING - 1).min(NOTHING - 1)
         }
 
-        fn setting(&self) -> MutexGuard<'_, ()> {
-            // The lock guards no data of its own, and no panic can come between a setting's
-            // record and its system call: a poisoned lock is taken over as it is.
+        fn setting(&self) -> MutexGuard<'_, Option<std::time::Instant>> {
+            // No panic can come between a setting's records and its system call: a poisoned
+            // lock is taken over as it is.
             self.setting.lock().unwrap_or_else(PoisonError::into_inner)
         }
 
@@ -258,7 +267,7 @@ mod linux {
             if self.armed.load(Ordering::SeqCst) == nanos {
                 return true;
             }
-            let _setting = self.setting();
+            let mut setting = self.setting();
             if self.armed.load(Ordering::SeqCst) == nanos {
                 return true;
             }
@@ -272,6 +281,8 @@ mod linux {
             // this caller just queued) relies on the setting under way instead of queueing
             // behind it for the lock.
             self.armed.store(nanos, Ordering::SeqCst);
+            // Read before the system call: the kernel counts `left` from a later moment.
+            *setting = Some(std::time::Instant::now() + left);
             let set = self.fd.get_ref().0.set(
                 Expiration::OneShot(TimeSpec::from_duration(left)),
                 TimerSetTimeFlags::empty(),
@@ -280,6 +291,7 @@ mod linux {
                 // Only a broken descriptor refuses a valid setting, and then every setting
                 // fails: each caller that rang wakes the sender itself.
                 self.armed.store(NOTHING, Ordering::SeqCst);
+                *setting = None;
             }
             set.is_ok()
         }
@@ -327,37 +339,35 @@ mod linux {
             self.asked.swap(NOTHING, Ordering::SeqCst);
         }
 
-        /// Waits for the timer to fire; the error when it cannot be read (the caller's tokio
-        /// sleep ends the wait then).
+        /// Waits for the timer to fire; the error when tokio cannot poll it (the caller's
+        /// tokio sleep ends the wait then).
         ///
         /// # Cancel safety
         ///
-        /// Cancel safe: an expiry not yet read stays readable for the next wait.
+        /// Cancel safe: readiness not yet taken stays for the next wait.
         pub(super) async fn fired(&self) -> std::io::Result<()> {
             loop {
                 let mut ready = self.fd.readable().await?;
-                let read = {
-                    let _setting = self.setting();
-                    let read = self.fd.get_ref().0.wait();
-                    if read.is_ok() {
+                let due = {
+                    let mut setting = self.setting();
+                    // No `read`: the clock says whether the setting's instant has come,
+                    // without a system call per linger (see the invariants above).
+                    let due = setting.is_some_and(|at| std::time::Instant::now() >= at);
+                    if due {
+                        *setting = None;
                         self.armed.store(NOTHING, Ordering::SeqCst);
                     }
-                    read
+                    due
                 };
-                match read {
-                    Ok(()) => {
-                        // The expiry is read, so the timer is not readable until it is set
-                        // again and fires: said now, the next wait does not begin with a read
-                        // that finds nothing (a system call per linger).
-                        ready.clear_ready();
-                        // What was asked is due: a later instant asked from now on sets the
-                        // timer again (the same read-modify-write as the sender's look).
-                        self.forget();
-                        return Ok(());
-                    }
-                    // Readiness left over from an expiry that a later setting has reset.
-                    Err(Errno::EAGAIN) => ready.clear_ready(),
-                    Err(e) => return Err(e.into()),
+                // Taken, or left over from an expiry a later setting has reset: either way
+                // the timer is not ready again until it fires again. tokio keeps readiness that
+                // came after this wait began.
+                ready.clear_ready();
+                if due {
+                    // What was asked is due: a later instant asked from now on sets the
+                    // timer again (the same read-modify-write as the sender's look).
+                    self.forget();
+                    return Ok(());
                 }
             }
         }
