@@ -421,22 +421,31 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<InFlight<R>> {
-        let (correlation, rx) = self.submit(request, version, true)?;
+        let submitted = self.submit(request, version, true)?;
+        self.waiting(R::KEY, submitted, version, timeout)
+            .map(InFlight::wrap)
+    }
+
+    /// The wait for the answer to a request just queued (not generic: one copy for every
+    /// API).
+    fn waiting(
+        &self,
+        api_key: i16,
+        (correlation, rx): (i32, Option<oneshot::Receiver<Result<Bytes>>>),
+        version: i16,
+        timeout: Duration,
+    ) -> Result<Waiting> {
         let Some(rx) = rx else {
             return Err(Error::protocol("no response slot"));
         };
-        Ok(self.in_flight(correlation, rx, version, timeout))
-    }
-
-    /// The wait for the answer to a request just queued.
-    fn in_flight<R: Request>(
-        &self,
-        correlation: i32,
-        rx: oneshot::Receiver<Result<Bytes>>,
-        version: i16,
-        timeout: Duration,
-    ) -> InFlight<R> {
-        InFlight::new(correlation, rx, version, timeout, self.closer())
+        Ok(Waiting::new(
+            api_key,
+            correlation,
+            rx,
+            version,
+            timeout,
+            self.closer(),
+        ))
     }
 
     /// Like [`start`](Self::start), for a request whose body the caller encoded at `version`
@@ -449,11 +458,15 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<InFlight<R>> {
-        let (correlation, rx) = self.wire.submit_encoded::<R>(body, version, true)?;
-        let Some(rx) = rx else {
-            return Err(Error::protocol("no response slot"));
-        };
-        Ok(self.in_flight(correlation, rx, version, timeout))
+        let submitted = self.wire.submit_encoded(
+            R::KEY,
+            request_header_version::<R>(version),
+            body,
+            version,
+            expected_answer::<R>(version, true),
+        )?;
+        self.waiting(R::KEY, submitted, version, timeout)
+            .map(InFlight::wrap)
     }
 
     /// Like [`start_encoded`](Self::start_encoded), for a request the broker does not answer
@@ -464,7 +477,13 @@ impl Connection {
         version: i16,
     ) -> Result<()> {
         self.wire
-            .submit_encoded::<R>(body, version, false)
+            .submit_encoded(
+                R::KEY,
+                request_header_version::<R>(version),
+                body,
+                version,
+                None,
+            )
             .map(|_| ())
     }
 
@@ -498,6 +517,22 @@ impl Connection {
     }
 }
 
+/// The header version of a request of `R` at `version`.
+fn request_header_version<R: Request>(version: i16) -> i16 {
+    <R as HeaderVersion>::header_version(version)
+}
+
+/// Whether the answer to a request of `R` at `version` has a flexible header, if it is
+/// answered.
+fn expected_answer<R: Request>(version: i16, expect_response: bool) -> Option<bool> {
+    expect_response.then(|| <R::Response as HeaderVersion>::header_version(version) >= 1)
+}
+
+/// A request that could not be encoded.
+fn encode_error(e: &anyhow::Error) -> Error {
+    Error::InvalidRecord(format!("encoding request: {e}"))
+}
+
 impl Wire {
     fn is_closed(&self) -> bool {
         self.closed.is_closed()
@@ -505,40 +540,41 @@ impl Wire {
 
     /// A new correlation id and the start of its frame: the length (of a body of `body`
     /// bytes) and the request header, with room for `room` bytes of body after them.
-    fn frame_head<R: Request>(
+    fn frame_head(
         &self,
+        api_key: i16,
+        header_version: i16,
         version: i16,
         body: usize,
         room: usize,
     ) -> Result<(i32, BytesMut)> {
         let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed) & i32::MAX;
         let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
+            .with_request_api_key(api_key)
             .with_request_api_version(version)
             .with_correlation_id(correlation)
             .with_client_id(self.client_id.clone());
-        let header_version = <R as HeaderVersion>::header_version(version);
-        let encode_error =
-            |e: anyhow::Error| Error::InvalidRecord(format!("encoding request: {e}"));
-        let head = header.compute_size(header_version).map_err(encode_error)?;
+        let head = header
+            .compute_size(header_version)
+            .map_err(|e| encode_error(&e))?;
         let length = i32::try_from(head + body)
             .map_err(|_| Error::InvalidRecord("request too large".into()))?;
         let mut frame = BytesMut::with_capacity(4 + head + room);
         frame.put_i32(length);
         header
             .encode(&mut frame, header_version)
-            .map_err(encode_error)?;
+            .map_err(|e| encode_error(&e))?;
         Ok((correlation, frame))
     }
 
-    /// Registers the wait for the answer to `correlation`.
-    fn expect<R: Request>(
+    /// Registers the wait for the answer to `correlation`, whose header is flexible (v1) or
+    /// not.
+    fn expect(
         &self,
         correlation: i32,
-        version: i16,
+        flexible_header: bool,
     ) -> Result<oneshot::Receiver<Result<Bytes>>> {
         let (tx, rx) = oneshot::channel();
-        let flexible_header = <R::Response as HeaderVersion>::header_version(version) >= 1;
         lock(&self.pending).insert(
             correlation,
             Pending {
@@ -557,22 +593,24 @@ impl Wire {
 
     /// Queues a request whose body was encoded in `pieces`, in turn, with a wait for its answer
     /// if one comes.
-    fn submit_encoded<R: Request>(
+    /// `answer`: whether the answer's header is flexible, if an answer comes.
+    fn submit_encoded(
         &self,
+        api_key: i16,
+        header_version: i16,
         pieces: Vec<Bytes>,
         version: i16,
-        expect_response: bool,
+        answer: Option<bool>,
     ) -> Result<(i32, Option<oneshot::Receiver<Result<Bytes>>>)> {
         if self.is_closed() {
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
         let body = pieces.iter().map(Bytes::len).sum();
         // The head alone: the body follows in its own pieces.
-        let (correlation, head) = self.frame_head::<R>(version, body, 0)?;
-        let rx = if expect_response {
-            Some(self.expect::<R>(correlation, version)?)
-        } else {
-            None
+        let (correlation, head) = self.frame_head(api_key, header_version, version, body, 0)?;
+        let rx = match answer {
+            Some(flexible_header) => Some(self.expect(correlation, flexible_header)?),
+            None => None,
         };
         // In front of the body's pieces: in place when the caller left room for it.
         let mut frame = pieces;
@@ -595,15 +633,39 @@ impl Wire {
         if self.is_closed() {
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
-        let encode_error =
-            |e: anyhow::Error| Error::InvalidRecord(format!("encoding request: {e}"));
-        let body = request.compute_size(version).map_err(encode_error)?;
-        let (correlation, mut frame) = self.frame_head::<R>(version, body, body)?;
-        request.encode(&mut frame, version).map_err(encode_error)?;
-        let rx = if expect_response {
-            Some(self.expect::<R>(correlation, version)?)
-        } else {
-            None
+        let body = request
+            .compute_size(version)
+            .map_err(|e| encode_error(&e))?;
+        let (correlation, mut frame) = self.frame_head(
+            R::KEY,
+            request_header_version::<R>(version),
+            version,
+            body,
+            body,
+        )?;
+        request
+            .encode(&mut frame, version)
+            .map_err(|e| encode_error(&e))?;
+        self.queue(
+            correlation,
+            frame,
+            expected_answer::<R>(version, expect_response),
+            route,
+        )
+    }
+
+    /// Registers the wait for the answer to a frame just encoded, if one comes, and queues
+    /// the frame (not generic: one copy for every API).
+    fn queue(
+        &self,
+        correlation: i32,
+        frame: BytesMut,
+        answer: Option<bool>,
+        route: Option<&mpsc::UnboundedSender<Bytes>>,
+    ) -> Result<(i32, Option<oneshot::Receiver<Result<Bytes>>>)> {
+        let rx = match answer {
+            Some(flexible_header) => Some(self.expect(correlation, flexible_header)?),
+            None => None,
         };
         let queued = match route {
             Some(route) => route.send(frame.freeze()).is_ok(),
@@ -644,9 +706,16 @@ impl Link {
         let Some(rx) = rx else {
             return Err(Error::protocol("no response slot"));
         };
-        InFlight::<R>::new(correlation, rx, version, timeout, self.closer.clone())
-            .response()
-            .await
+        InFlight::<R>::wrap(Waiting::new(
+            R::KEY,
+            correlation,
+            rx,
+            version,
+            timeout,
+            self.closer.clone(),
+        ))
+        .response()
+        .await
     }
 }
 
@@ -750,6 +819,14 @@ impl Closer {
 
 /// A request on the wire whose answer has not been read yet.
 pub struct InFlight<R: Request> {
+    waiting: Waiting,
+    _request: PhantomData<fn() -> R>,
+}
+
+/// What an [`InFlight`] holds, whatever its API: all of it but the decoding, in one copy
+/// rather than one per request type.
+struct Waiting {
+    api_key: i16,
     correlation: i32,
     rx: oneshot::Receiver<Result<Bytes>>,
     version: i16,
@@ -761,46 +838,22 @@ pub struct InFlight<R: Request> {
     started: Option<Instant>,
     /// The request's span, from its start to its answer.
     span: tracing::Span,
-    _request: PhantomData<fn() -> R>,
 }
 
 impl<R: Request> std::fmt::Debug for InFlight<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InFlight")
             .field("api", &R::KEY)
-            .field("correlation", &self.correlation)
-            .field("broker", &self.closer.address())
+            .field("correlation", &self.waiting.correlation)
+            .field("broker", &self.waiting.closer.address())
             .finish_non_exhaustive()
     }
 }
 
 impl<R: Request> InFlight<R> {
-    fn new(
-        correlation: i32,
-        rx: oneshot::Receiver<Result<Bytes>>,
-        version: i16,
-        timeout: Duration,
-        closer: Closer,
-    ) -> Self {
-        // One span per request, at DEBUG: with no subscriber enabled there, it is not built.
-        let span = tracing::debug_span!(
-            "kafka.request",
-            otel.kind = "client",
-            messaging.system = "kafka",
-            api = ?ApiKey::try_from(R::KEY).ok(),
-            api.version = version,
-            server.address = %closer.address(),
-            correlation = correlation,
-        );
+    fn wrap(waiting: Waiting) -> Self {
         InFlight {
-            correlation,
-            rx,
-            version,
-            timeout,
-            due: tokio::time::Instant::now() + timeout,
-            started: closer.closed.request_started(),
-            closer,
-            span,
+            waiting,
             _request: PhantomData,
         }
     }
@@ -817,19 +870,19 @@ impl<R: Request> InFlight<R> {
     /// closes it). The broker may still act on the request. Observers hear of it only when it is
     /// awaited to the end.
     pub async fn response(mut self) -> Result<R::Response> {
-        let span = self.span.clone();
-        let result = match tokio::time::timeout(self.timeout, &mut self.rx).await {
-            Ok(answer) => span.in_scope(|| self.decode(answer)),
-            Err(_) => Err(self.time_out()),
+        let waiting = &mut self.waiting;
+        let result = match tokio::time::timeout(waiting.timeout, &mut waiting.rx).await {
+            Ok(answer) => waiting.span.in_scope(|| decode::<R>(waiting, answer)),
+            Err(_) => Err(waiting.time_out()),
         };
-        self.observe(result.as_ref().map(drop));
+        waiting.observe(result.as_ref().map(drop));
         result
     }
 
     /// When the answer is due: past it, [`expire`](Self::expire) is what is left to do.
     #[must_use]
     pub fn deadline(&self) -> tokio::time::Instant {
-        self.due
+        self.waiting.due
     }
 
     /// The answer, decoded, if it has come; otherwise `cx` is woken when it does. For a caller
@@ -840,11 +893,12 @@ impl<R: Request> InFlight<R> {
         &mut self,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Result<R::Response>> {
-        let std::task::Poll::Ready(answer) = std::pin::Pin::new(&mut self.rx).poll(cx) else {
+        let waiting = &mut self.waiting;
+        let std::task::Poll::Ready(answer) = std::pin::Pin::new(&mut waiting.rx).poll(cx) else {
             return std::task::Poll::Pending;
         };
-        let result = self.span.in_scope(|| self.decode(answer));
-        self.observe(result.as_ref().map(drop));
+        let result = waiting.span.in_scope(|| decode::<R>(waiting, answer));
+        waiting.observe(result.as_ref().map(drop));
         std::task::Poll::Ready(result)
     }
 
@@ -852,6 +906,53 @@ impl<R: Request> InFlight<R> {
     /// connection is closed and the timeout is the request's error.
     #[must_use]
     pub fn expire(self) -> Error {
+        self.waiting.expire()
+    }
+}
+
+/// The answer the reader routed to `waiting`, checked and decoded as `R`'s.
+fn decode<R: Request>(
+    waiting: &Waiting,
+    answer: std::result::Result<Result<Bytes>, oneshot::error::RecvError>,
+) -> Result<R::Response> {
+    let mut body = waiting.checked(answer)?;
+    R::Response::decode(&mut body, waiting.version).map_err(|e| waiting.malformed(&e))
+}
+
+impl Waiting {
+    fn new(
+        api_key: i16,
+        correlation: i32,
+        rx: oneshot::Receiver<Result<Bytes>>,
+        version: i16,
+        timeout: Duration,
+        closer: Closer,
+    ) -> Self {
+        // One span per request, at DEBUG: with no subscriber enabled there, it is not built.
+        let span = tracing::debug_span!(
+            "kafka.request",
+            otel.kind = "client",
+            messaging.system = "kafka",
+            api = ?ApiKey::try_from(api_key).ok(),
+            api.version = version,
+            server.address = %closer.address(),
+            correlation = correlation,
+        );
+        Waiting {
+            api_key,
+            correlation,
+            rx,
+            version,
+            timeout,
+            due: tokio::time::Instant::now() + timeout,
+            started: closer.closed.request_started(),
+            closer,
+            span,
+        }
+    }
+
+    /// The timeout as the request's error, the connection closed, the observers told.
+    fn expire(self) -> Error {
         let error = self.span.in_scope(|| self.time_out());
         self.observe(Err(&error));
         error
@@ -860,7 +961,7 @@ impl<R: Request> InFlight<R> {
     /// Closes the connection for an answer that did not come in time, and says so.
     fn time_out(&self) -> Error {
         let version = self.version;
-        let api = ApiKey::try_from(R::KEY).ok();
+        let api = ApiKey::try_from(self.api_key).ok();
         let address = self.closer.address();
         // A silent broker or a half-open path: worth a line, unlike a broker closing an idle
         // connection.
@@ -884,7 +985,7 @@ impl<R: Request> InFlight<R> {
             let line = &self.closer.closed;
             line.observers.emit(&Event::Request {
                 broker: line.broker(),
-                api_key: R::KEY,
+                api_key: self.api_key,
                 api_version: self.version,
                 latency: started.elapsed(),
                 outcome: match result {
@@ -895,28 +996,34 @@ impl<R: Request> InFlight<R> {
         }
     }
 
-    /// The answer the reader routed here, checked and decoded.
-    fn decode(
+    /// The answer's body, once the reader has routed it here and its shape checks out for
+    /// this API and version.
+    fn checked(
         &self,
         answer: std::result::Result<Result<Bytes>, oneshot::error::RecvError>,
-    ) -> Result<R::Response> {
-        let version = self.version;
-        let api = ApiKey::try_from(R::KEY).ok();
-        let address = self.closer.address();
-        let mut body = match answer {
+    ) -> Result<Bytes> {
+        let body = match answer {
             Ok(answer) => answer?,
-            Err(_) => return Err(Error::Closed(format!("connection to {address}"))),
+            Err(_) => {
+                return Err(Error::Closed(format!(
+                    "connection to {}",
+                    self.closer.address()
+                )));
+            }
         };
-        super::shape_check::check_response(R::KEY, version, &body).map_err(|e| {
-            Error::protocol(format_args!(
-                "{api:?} v{version} response from {address}: {e}"
-            ))
-        })?;
-        R::Response::decode(&mut body, version).map_err(|e| {
-            Error::protocol(format_args!(
-                "{api:?} v{version} response from {address}: {e}"
-            ))
-        })
+        super::shape_check::check_response(self.api_key, self.version, &body)
+            .map_err(|e| self.malformed(&e))?;
+        Ok(body)
+    }
+
+    /// An answer that is not what this API and version answer.
+    fn malformed(&self, e: &dyn std::fmt::Display) -> Error {
+        let version = self.version;
+        let api = ApiKey::try_from(self.api_key).ok();
+        let address = self.closer.address();
+        Error::protocol(format_args!(
+            "{api:?} v{version} response from {address}: {e}"
+        ))
     }
 }
 
