@@ -422,30 +422,7 @@ impl Connection {
         timeout: Duration,
     ) -> Result<InFlight<R>> {
         let submitted = self.submit(request, version, true)?;
-        self.waiting(R::KEY, submitted, version, timeout)
-            .map(InFlight::wrap)
-    }
-
-    /// The wait for the answer to a request just queued (not generic: one copy for every
-    /// API).
-    fn waiting(
-        &self,
-        api_key: i16,
-        (correlation, rx): (i32, Option<oneshot::Receiver<Result<Bytes>>>),
-        version: i16,
-        timeout: Duration,
-    ) -> Result<Waiting> {
-        let Some(rx) = rx else {
-            return Err(Error::protocol("no response slot"));
-        };
-        Ok(Waiting::new(
-            api_key,
-            correlation,
-            rx,
-            version,
-            timeout,
-            self.closer(),
-        ))
+        Waiting::for_answer(R::KEY, submitted, version, timeout, self.closer()).map(InFlight::wrap)
     }
 
     /// Like [`start`](Self::start), for a request whose body the caller encoded at `version`
@@ -465,8 +442,7 @@ impl Connection {
             version,
             expected_answer::<R>(version, true),
         )?;
-        self.waiting(R::KEY, submitted, version, timeout)
-            .map(InFlight::wrap)
+        Waiting::for_answer(R::KEY, submitted, version, timeout, self.closer()).map(InFlight::wrap)
     }
 
     /// Like [`start_encoded`](Self::start_encoded), for a request the broker does not answer
@@ -567,13 +543,16 @@ impl Wire {
         Ok((correlation, frame))
     }
 
-    /// Registers the wait for the answer to `correlation`, whose header is flexible (v1) or
-    /// not.
-    fn expect(
+    /// Registers the wait for the answer to `correlation`, if one comes (`answer`: whether
+    /// its header is flexible, v1).
+    fn wait_for_answer(
         &self,
         correlation: i32,
-        flexible_header: bool,
-    ) -> Result<oneshot::Receiver<Result<Bytes>>> {
+        answer: Option<bool>,
+    ) -> Result<Option<oneshot::Receiver<Result<Bytes>>>> {
+        let Some(flexible_header) = answer else {
+            return Ok(None);
+        };
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(
             correlation,
@@ -588,7 +567,17 @@ impl Wire {
             lock(&self.pending).remove(&correlation);
             return Err(Error::Closed(format!("connection to {}", self.address)));
         }
-        Ok(rx)
+        Ok(Some(rx))
+    }
+
+    /// What queueing the frame of `correlation` came to: a frame the writer no longer takes
+    /// (the connection has closed) gives its wait back.
+    fn queued(&self, correlation: i32, queued: bool) -> Result<()> {
+        if queued {
+            return Ok(());
+        }
+        lock(&self.pending).remove(&correlation);
+        Err(Error::Closed(format!("connection to {}", self.address)))
     }
 
     /// Queues a request whose body was encoded in `pieces`, in turn, with a wait for its answer
@@ -608,17 +597,14 @@ impl Wire {
         let body = pieces.iter().map(Bytes::len).sum();
         // The head alone: the body follows in its own pieces.
         let (correlation, head) = self.frame_head(api_key, header_version, version, body, 0)?;
-        let rx = match answer {
-            Some(flexible_header) => Some(self.expect(correlation, flexible_header)?),
-            None => None,
-        };
+        let rx = self.wait_for_answer(correlation, answer)?;
         // In front of the body's pieces: in place when the caller left room for it.
         let mut frame = pieces;
         frame.insert(0, head.freeze());
-        if self.frames.send(Outgoing::Pieces(frame)).is_err() {
-            lock(&self.pending).remove(&correlation);
-            return Err(Error::Closed(format!("connection to {}", self.address)));
-        }
+        self.queued(
+            correlation,
+            self.frames.send(Outgoing::Pieces(frame)).is_ok(),
+        )?;
         Ok((correlation, rx))
     }
 
@@ -663,18 +649,12 @@ impl Wire {
         answer: Option<bool>,
         route: Option<&mpsc::UnboundedSender<Bytes>>,
     ) -> Result<(i32, Option<oneshot::Receiver<Result<Bytes>>>)> {
-        let rx = match answer {
-            Some(flexible_header) => Some(self.expect(correlation, flexible_header)?),
-            None => None,
-        };
+        let rx = self.wait_for_answer(correlation, answer)?;
         let queued = match route {
             Some(route) => route.send(frame.freeze()).is_ok(),
             None => self.frames.send(Outgoing::Frame(frame.freeze())).is_ok(),
         };
-        if !queued {
-            lock(&self.pending).remove(&correlation);
-            return Err(Error::Closed(format!("connection to {}", self.address)));
-        }
+        self.queued(correlation, queued)?;
         Ok((correlation, rx))
     }
 }
@@ -700,22 +680,12 @@ impl Link {
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response> {
-        let (correlation, rx) = self
+        let submitted = self
             .wire
             .submit(request, version, true, self.route.as_ref())?;
-        let Some(rx) = rx else {
-            return Err(Error::protocol("no response slot"));
-        };
-        InFlight::<R>::wrap(Waiting::new(
-            R::KEY,
-            correlation,
-            rx,
-            version,
-            timeout,
-            self.closer.clone(),
-        ))
-        .response()
-        .await
+        let waiting =
+            Waiting::for_answer(R::KEY, submitted, version, timeout, self.closer.clone())?;
+        InFlight::<R>::wrap(waiting).response().await
     }
 }
 
@@ -920,6 +890,27 @@ fn decode<R: Request>(
 }
 
 impl Waiting {
+    /// The wait for the answer to a request just queued, as its submission returned it.
+    fn for_answer(
+        api_key: i16,
+        (correlation, rx): (i32, Option<oneshot::Receiver<Result<Bytes>>>),
+        version: i16,
+        timeout: Duration,
+        closer: Closer,
+    ) -> Result<Self> {
+        let Some(rx) = rx else {
+            return Err(Error::protocol("no response slot"));
+        };
+        Ok(Waiting::new(
+            api_key,
+            correlation,
+            rx,
+            version,
+            timeout,
+            closer,
+        ))
+    }
+
     fn new(
         api_key: i16,
         correlation: i32,
