@@ -563,15 +563,12 @@ impl Wire {
         );
         // A close between the check before and the insert would have missed this entry and
         // left its caller waiting for an answer no reader will deliver.
-        if self.is_closed() {
-            lock(&self.pending).remove(&correlation);
-            return Err(Error::Closed(format!("connection to {}", self.address)));
-        }
+        self.queued(correlation, !self.is_closed())?;
         Ok(Some(rx))
     }
 
-    /// What queueing the frame of `correlation` came to: a frame the writer no longer takes
-    /// (the connection has closed) gives its wait back.
+    /// Whether the wait of `correlation` stands: one whose frame cannot go out (the writer no
+    /// longer takes it, or the connection closed as the wait was registered) is taken back.
     fn queued(&self, correlation: i32, queued: bool) -> Result<()> {
         if queued {
             return Ok(());
