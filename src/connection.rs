@@ -211,6 +211,12 @@ impl BrokerState {
             .send_modify(|n| *n = n.saturating_sub(1));
     }
 
+    /// Whether every consumer whose subscription was dropped has closed (committed and left
+    /// its group).
+    pub(crate) fn no_consumer_closing(&self) -> bool {
+        *self.closing_consumers.borrow() == 0
+    }
+
     /// Waits until every consumer whose subscription was dropped has closed (committed and
     /// left its group).
     pub(crate) async fn consumers_closed(&self) {

@@ -55,6 +55,14 @@ pub(crate) trait Handover: Send + Sync + 'static {
     /// before it have closed. Resolves when the transport no longer waits for them.
     fn after_closes<'a>(&'a self, closes: Wait<'a>) -> Wait<'a>;
 
+    /// The subscriber of a subscription was dropped: `released` says whether nothing holds
+    /// the subscription any more (no delivery, no seeker), `left` whether its consumer has
+    /// closed (committed and left its group). Returns once the transport's promise for the
+    /// drop is kept: in process, the group's other members here hold what it held, with their
+    /// records queued (bounded; a runtime that cannot run other tasks while this thread waits
+    /// is not waited on, and neither is a subscription a delivery still holds).
+    fn subscription_dropped(&self, released: &dyn Fn() -> bool, left: &dyn Fn() -> bool);
+
     /// A subscription naming `topics` opens.
     fn subscribing(&self, topics: &[&str]);
 

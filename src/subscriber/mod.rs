@@ -54,6 +54,27 @@ pub struct KafkaSubscriber {
     /// A delivery waiting on the schema registry, handed out before anything else.
     #[cfg(feature = "schema-registry")]
     resolving: std::sync::Mutex<Option<futures::future::BoxFuture<'static, KafkaMessage>>>,
+    /// Declared last, so it drops after `core`: the transport's wait for the drop's hand-over.
+    _dropped: Dropped,
+}
+
+/// A subscriber's drop as its transport sees it: after the subscriber's own hold on the
+/// subscription is gone, the transport's hand-over of what it held (see
+/// [`Handover::subscription_dropped`](crate::handover::Handover::subscription_dropped)).
+struct Dropped {
+    core: std::sync::Weak<SubCore>,
+    state: Arc<BrokerState>,
+}
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        let Some(handover) = self.state.handover() else {
+            return;
+        };
+        handover.subscription_dropped(&|| self.core.strong_count() == 0, &|| {
+            self.state.no_consumer_closing()
+        });
+    }
 }
 
 struct Current {
@@ -86,6 +107,10 @@ impl KafkaSubscriber {
     /// The handle of an opened subscription.
     pub(super) fn over(core: Arc<SubCore>) -> Self {
         KafkaSubscriber {
+            _dropped: Dropped {
+                core: Arc::downgrade(&core),
+                state: Arc::clone(&core.state),
+            },
             core,
             current: None,
             pending_error: None,

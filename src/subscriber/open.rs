@@ -122,10 +122,10 @@ pub(super) async fn open_here(
                 closing_rx,
                 (Arc::clone(&state), Arc::clone(&life)),
             ));
-            let nothing_to_wait_for = patterns.is_empty() && none_exists(&client, topics).await;
-            if !nothing_to_wait_for {
-                wait_for_assignment(&core, &plan).await?;
-            }
+            // Even where none of the topics exists yet, the group's first assignment (an
+            // empty one) is waited for, as the reference waits for its first rebalance: a
+            // bound too short for a join fails whether or not the topics exist.
+            wait_for_assignment(&core, &plan).await?;
         }
     }
     hand_over_backlog(&core).await;
@@ -252,15 +252,6 @@ fn combined_pattern(topics: &[String], patterns: &[String]) -> String {
         .collect();
     parts.extend(patterns.iter().map(|p| format!("(?:{p})")));
     parts.join("|")
-}
-
-/// True when the cluster answers and has none of `topics` (nothing can be assigned yet).
-async fn none_exists(client: &Client, topics: &[String]) -> bool {
-    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-    if client.refresh_metadata(&names).await.is_err() {
-        return false;
-    }
-    client.with_metadata(|m| topics.iter().all(|t| !m.topics.contains_key(t.as_str())))
 }
 
 const WAIT_STEP: Duration = Duration::from_millis(10);

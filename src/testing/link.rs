@@ -32,9 +32,18 @@ use super::cluster::{EmbeddedCluster, State};
 use crate::client::TopicPartition;
 use crate::handover::{Reads, Watch, Watched};
 
-/// The longest an in-process publish, subscribe or seek waits for the subscriptions of its
-/// connection to queue what the cluster holds for them.
+/// The longest an in-process publish, subscribe, seek or subscriber drop waits for the
+/// subscriptions of its connection to queue what the cluster holds for them.
 const HANDOVER_BOUND: Duration = Duration::from_secs(2);
+
+/// The longest a subscriber's drop waits for a task it spawns to run: a runtime that runs
+/// nothing more (it is shutting down) is not waited on.
+const PROBE_BOUND: Duration = Duration::from_millis(50);
+
+/// The longest a subscriber's drop waits for the last other hold on its subscription (the
+/// pump's passing one) to go; a delivery or seeker still alive keeps it open for longer, and
+/// the drop does not wait for those.
+const RELEASE_BOUND: Duration = Duration::from_millis(100);
 
 #[derive(Default)]
 struct Count {
@@ -429,6 +438,61 @@ impl crate::handover::Handover for InProcessLink {
         Box::pin(async move {
             let _ = tokio::time::timeout(HANDOVER_BOUND, closes).await;
         })
+    }
+
+    /// The drop of a subscriber returns once its group's other members here hold its
+    /// partitions, with their records queued, as with the librdkafka adapter's in-process
+    /// transport, whose leave reassigned synchronously. Here the leave and the reassignment
+    /// are the client's and the cluster's tasks, so the dropping thread waits for them
+    /// (bounded by [`HANDOVER_BOUND`]) under `block_in_place`: a runtime worker hands its
+    /// tasks to another thread first, and the thread of a `block_on` blocks alone. It polls
+    /// plain state against the wall clock, never the runtime's timers, so a runtime that stops
+    /// meanwhile cannot hang it. A current-thread runtime could run nothing while it waited:
+    /// there the members take the partitions over once the test next yields.
+    fn subscription_dropped(&self, released: &dyn Fn() -> bool, left: &dyn Fn() -> bool) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return;
+        }
+        // A runtime shutting down (its tasks dropped, the drop one of them) runs nothing more:
+        // a task spawned now that runs proves the runtime still does.
+        let alive = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let probe = Arc::clone(&alive);
+        drop(runtime.spawn(async move { probe.store(true, Ordering::Release) }));
+        let wait = || {
+            let begun = std::time::Instant::now();
+            let until = |bound: Duration, done: &dyn Fn() -> bool| {
+                while !done() {
+                    if begun.elapsed() >= bound {
+                        return false;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                true
+            };
+            if !until(PROBE_BOUND, &|| alive.load(Ordering::Acquire)) {
+                return;
+            }
+            // A delivery or seeker alive keeps the subscription (and its partitions) open:
+            // nothing is handed over until it goes, and the drop does not wait for that.
+            if !until(PROBE_BOUND + RELEASE_BOUND, released) {
+                return;
+            }
+            let _ = until(PROBE_BOUND + HANDOVER_BOUND, &|| {
+                left() && self.all_queued(None)
+            });
+        };
+        // `block_in_place` refuses where the thread cannot be given up (a `LocalSet`): the
+        // drop then returns at once, as on a current-thread runtime.
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tokio::task::block_in_place(wait);
+        }))
+        .is_err()
+        {
+            tracing::debug!("a subscriber dropped where its thread cannot wait: not waited on");
+        }
     }
 
     /// Naming a topic creates it (one partition), as a first produce would.

@@ -37,6 +37,8 @@ impl InProcess for KafkaBroker {
             message_max_bytes: allowed + 1024,
             ..ClusterOptions::default()
         });
+        // No session lapses on a test's clock: members leave when their subscriptions close.
+        cluster.shared().hold_sessions();
         self.open(Some(InProcessLink::new(cluster))).await
     }
 }

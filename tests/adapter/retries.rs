@@ -287,3 +287,91 @@ async fn a_topic_set_spends_its_attempts_then_dead_letters_once() {
     );
     tb.shutdown().await.expect("shutdown");
 }
+
+/// How long the held jobs below wait between attempts in process: longer than the group's
+/// session timeout and the auto-commit interval, so one step of a paused clock passes both.
+const HOLD: Duration = Duration::from_mins(1);
+
+/// The app of the held-job tests: every delivery asks for a retry after `hold`, three
+/// attempts at most, the spent one to `<topic>.review`.
+fn holding(
+    broker: KafkaBroker,
+    topic: &str,
+    hold: Duration,
+    seen: &Arc<Mutex<Vec<Seen>>>,
+) -> RustStream {
+    let handler = Recorder {
+        seen: Arc::clone(seen),
+        decide: move |_: &Job, _: Option<&str>| Some(HandlerOutcome::retry_after(hold)),
+    };
+    let source = KafkaTopic::new(topic).commit(ruststream_kafka::Commit::Tracked);
+    let review = format!("{topic}.review");
+    RustStream::new(AppInfo::new("retries", "0.0.0")).with_broker(broker, |b| {
+        b.include(subscriber(source, handler).build())
+            .max_attempts(nonzero!(3u32))
+            .dead_letter(review);
+    })
+}
+
+/// On a paused clock each step of [`HOLD`] passes the group's session timeout and the
+/// auto-commit interval at once. Each attempt is still handled and settled once: three
+/// deliveries, three settlements, the third to the review topic, as the reference's in-process
+/// transport has it.
+#[cfg(feature = "testing")]
+#[tokio::test(start_paused = true)]
+async fn in_process_a_held_job_is_handled_once_per_attempt_on_a_paused_clock() {
+    live::logs();
+    let topic = "held-jobs";
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let broker = KafkaBroker::new(["kafka.internal:9092"]).default_group("held");
+    let tb = TestApp::start(holding(broker, topic, HOLD, &seen))
+        .await
+        .expect("start");
+    held_three_times(tb, topic, HOLD, &seen).await;
+}
+
+/// The same service on the cluster under test, its hold short: each attempt handled and
+/// settled once there too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_job_is_handled_once_per_attempt() {
+    live::logs();
+    let topic = live::topic("held-jobs", 1).await;
+    live::create_topic(&format!("{topic}.review"), 1).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let hold = Duration::from_secs(1);
+    let tb = TestApp::start_live_within(holding(live::broker(), &topic, hold, &seen), SETTLE)
+        .await
+        .expect("start");
+    held_three_times(tb, &topic, hold, &seen).await;
+}
+
+/// Publishes one job to the holding service `tb` runs and lets two holds pass: three attempts,
+/// each settled once, the last one to the review topic.
+async fn held_three_times(
+    tb: TestApp<()>,
+    topic: &str,
+    hold: Duration,
+    seen: &Arc<Mutex<Vec<Seen>>>,
+) {
+    use ruststream::testing::Outcome;
+    tb.publish(topic, &Job { id: 3 }).await.expect("publish");
+    tb.advance(hold).await.expect("first hold");
+    tb.advance(hold).await.expect("second hold");
+    let attempts: Vec<Option<String>> = seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(_, _, count)| count.clone())
+        .collect();
+    assert_eq!(attempts, [None, Some("1".to_owned()), Some("2".to_owned())]);
+    let handle = tb.broker::<KafkaBroker>();
+    assert_eq!(
+        handle.subscriber(topic).outcomes(),
+        [Outcome::Nack, Outcome::Nack, Outcome::Nack]
+    );
+    handle
+        .published::<Job>(&format!("{topic}.review"))
+        .assert_called_once()
+        .with(&Job { id: 3 });
+    tb.shutdown().await.expect("shutdown");
+}

@@ -134,6 +134,9 @@ pub(crate) struct Shared {
     change_hook: OnceLock<ChangeHook>,
     /// `AWS_MSK_IAM` on the TCP listeners, once required.
     pub(crate) msk_iam: OnceLock<Arc<MskIamAuthority>>,
+    /// Whether group members' sessions are held rather than timed (see
+    /// [`hold_sessions`](Shared::hold_sessions)).
+    sessions_held: std::sync::atomic::AtomicBool,
 }
 
 type ChangeHook = Box<dyn Fn() + Send + Sync>;
@@ -147,6 +150,24 @@ pub(crate) enum Listener {
 }
 
 impl Shared {
+    /// From now on a group member's session does not lapse on the clock: a member leaves its
+    /// group by leaving, by being fenced or by [`Faults`](crate::testing::Faults) ending its
+    /// session, as in the librdkafka adapter's in-process cluster, which has no sessions. The
+    /// in-process transport asks for it: a test's paused clock steps over a session timeout at
+    /// once (`TestApp::advance`), while no heartbeat could be sent, and a real member would
+    /// have heartbeated all along.
+    pub(crate) fn hold_sessions(&self) {
+        self.sessions_held
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether members' sessions lapse on the clock (see [`hold_sessions`](Self::hold_sessions)).
+    pub(crate) fn sessions_lapse(&self) -> bool {
+        !self
+            .sessions_held
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Locks the cluster state. A handler never holds it across an await.
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         // Handlers validate before they mutate, so a panic cannot leave it half-changed.
@@ -279,6 +300,7 @@ impl EmbeddedCluster {
             faults,
             change_hook: OnceLock::new(),
             msk_iam: OnceLock::new(),
+            sessions_held: std::sync::atomic::AtomicBool::new(false),
             round_robin: AtomicU64::new(0),
         });
         let mut endpoints = Vec::new();

@@ -173,6 +173,8 @@ pub(super) struct Limits {
     pub(super) min_session: Duration,
     pub(super) max_session: Duration,
     pub(super) initial_delay: Duration,
+    /// Whether a member's session lapses on the clock (`Shared::hold_sessions`).
+    pub(super) sessions_lapse: bool,
 }
 
 fn text(s: &str) -> StrBytes {
@@ -884,7 +886,8 @@ impl ClassicGroup {
             .members
             .iter()
             .filter(|(_, m)| {
-                m.join_ticket.is_none()
+                limits.sessions_lapse
+                    && m.join_ticket.is_none()
                     && m.sync_ticket.is_none()
                     && m.last_heartbeat + m.session_timeout <= now
             })

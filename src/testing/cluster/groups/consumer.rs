@@ -688,13 +688,15 @@ impl ConsumerGroup {
         member.revocation_deadline = None;
     }
 
-    /// Fences members whose session or revocation time ran out. Returns whether any went.
-    pub(super) fn tick(&mut self, now: Instant, topics: &Topics) -> bool {
+    /// Fences members whose session (where sessions lapse) or revocation time ran out.
+    /// Returns whether any went.
+    pub(super) fn tick(&mut self, now: Instant, topics: &Topics, sessions_lapse: bool) -> bool {
         let expired: Vec<String> = self
             .members
             .iter()
             .filter(|(_, m)| {
-                m.session_deadline <= now || m.revocation_deadline.is_some_and(|d| d <= now)
+                (sessions_lapse && m.session_deadline <= now)
+                    || m.revocation_deadline.is_some_and(|d| d <= now)
             })
             .map(|(id, _)| id.clone())
             .collect();

@@ -173,6 +173,7 @@ fn limits(cluster: &Shared) -> Limits {
         min_session: cluster.options.group_min_session_timeout,
         max_session: cluster.options.group_max_session_timeout,
         initial_delay: cluster.options.group_initial_rebalance_delay,
+        sessions_lapse: cluster.sessions_lapse(),
     }
 }
 
@@ -181,7 +182,7 @@ fn tick(state: &mut State, group: &str, now: Instant, limits: Limits) -> bool {
     let State { groups, topics, .. } = state;
     match groups.by_id.get_mut(group) {
         Some(Group::Classic(g)) => g.tick(now, limits),
-        Some(Group::Consumer(g)) => g.tick(now, topics),
+        Some(Group::Consumer(g)) => g.tick(now, topics, limits.sessions_lapse),
         None => false,
     }
 }
