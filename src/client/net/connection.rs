@@ -85,6 +85,9 @@ enum Outgoing {
     /// A frame in pieces, written one after the other: a body that references large buffers
     /// (a Produce request's batches) goes out without being copied into one frame.
     Pieces(Vec<Bytes>),
+    /// A frame as its head with the body's first fields, a part referenced where it lies (a
+    /// Produce request's one batch) and fixed closing bytes: no list to allocate.
+    Around(Bytes, Bytes, &'static [u8]),
     /// Re-authentication: from here on only the frames of this channel go out, until it closes
     /// (the frames queued behind wait, in order).
     Exclusive(mpsc::UnboundedReceiver<Bytes>),
@@ -445,6 +448,25 @@ impl Connection {
         Waiting::for_answer(R::KEY, submitted, version, timeout, self.closer()).map(InFlight::wrap)
     }
 
+    /// Like [`start_encoded`](Self::start_encoded), for a body the caller encoded at `version`
+    /// as three parts: `before` (copied behind the frame's head, into the one buffer the
+    /// request allocates), `middle` (sent where it lies) and `after`.
+    pub fn start_around<R: Request>(
+        &self,
+        (before, middle, after): (&[u8], Bytes, &'static [u8]),
+        version: i16,
+        timeout: Duration,
+    ) -> Result<InFlight<R>> {
+        let submitted = self.wire.submit_around(
+            R::KEY,
+            request_header_version::<R>(version),
+            (before, middle, after),
+            version,
+            expected_answer::<R>(version, true),
+        )?;
+        Waiting::for_answer(R::KEY, submitted, version, timeout, self.closer()).map(InFlight::wrap)
+    }
+
     /// Like [`start_encoded`](Self::start_encoded), for a request the broker does not answer
     /// (a Produce with `acks=0`); it is queued for the wire before this returns.
     pub fn start_encoded_without_response<R: Request>(
@@ -601,6 +623,33 @@ impl Wire {
         self.queued(
             correlation,
             self.frames.send(Outgoing::Pieces(frame)).is_ok(),
+        )?;
+        Ok((correlation, rx))
+    }
+
+    /// Queues a request whose body is `before`, `middle` and `after` end to end: the frame's
+    /// head and `before` in one buffer of their exact size, `middle` as it is.
+    fn submit_around(
+        &self,
+        api_key: i16,
+        header_version: i16,
+        (before, middle, after): (&[u8], Bytes, &'static [u8]),
+        version: i16,
+        answer: Option<bool>,
+    ) -> Result<(i32, Option<oneshot::Receiver<Result<Bytes>>>)> {
+        if self.is_closed() {
+            return Err(Error::Closed(format!("connection to {}", self.address)));
+        }
+        let body = before.len() + middle.len() + after.len();
+        let (correlation, mut head) =
+            self.frame_head(api_key, header_version, version, body, before.len())?;
+        head.put_slice(before);
+        let rx = self.wait_for_answer(correlation, answer)?;
+        self.queued(
+            correlation,
+            self.frames
+                .send(Outgoing::Around(head.freeze(), middle, after))
+                .is_ok(),
         )?;
         Ok((correlation, rx))
     }
@@ -869,6 +918,24 @@ impl<R: Request> InFlight<R> {
         std::task::Poll::Ready(result)
     }
 
+    /// Like [`poll_response`](Self::poll_response), for a caller that reads the answer in
+    /// place: the body checked against the response's schema, and its version, not decoded.
+    pub fn poll_body(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(Bytes, i16)>> {
+        let waiting = &mut self.waiting;
+        let std::task::Poll::Ready(answer) = std::pin::Pin::new(&mut waiting.rx).poll(cx) else {
+            return std::task::Poll::Pending;
+        };
+        let result = waiting
+            .span
+            .in_scope(|| waiting.checked(answer))
+            .map(|body| (body, waiting.version));
+        waiting.observe(result.as_ref().map(drop));
+        std::task::Poll::Ready(result)
+    }
+
     /// Gives up on the answer as [`response`](Self::response) does at its timeout: the
     /// connection is closed and the timeout is the request's error.
     #[must_use]
@@ -1050,6 +1117,11 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                         for piece in pieces {
                             writer.write_all(&piece).await?;
                         }
+                    }
+                    Outgoing::Around(head, middle, end) => {
+                        writer.write_all(&head).await?;
+                        writer.write_all(&middle).await?;
+                        writer.write_all(end).await?;
                     }
                     Outgoing::Exclusive(mut only) => {
                         writer.flush().await?;

@@ -96,8 +96,10 @@ pub(super) struct PartitionQueue {
     pub next_order: u64,
     /// No new send until this instant (retry backoff).
     pub retry_at: Option<Instant>,
-    /// The size of the batch closed last: a new batch's buffer starts at it, so a partition's
-    /// buffers fit what it sends (a record at a time, or a full batch in one allocation).
+    /// The size of the records of the batch closed last (its header aside): a new batch's
+    /// buffer starts with room for as much, so a partition's buffers fit what it sends (a
+    /// record at a time, or a full batch in one allocation) and a batch of one record is
+    /// encoded in a buffer of its exact size.
     pub last_batch_size: usize,
     /// A send failed while others were in flight: wait for all of them before resending, so
     /// that retries go out in sequence order.
@@ -752,7 +754,10 @@ impl Shared {
 /// Moves the open batch of `queue` to its ready queue.
 pub(super) fn close_open(queue: &mut PartitionQueue, topic: &Arc<str>, partition: i32) {
     if let Some(open) = queue.open.take() {
-        queue.last_batch_size = open.builder.size();
+        queue.last_batch_size = open
+            .builder
+            .size()
+            .saturating_sub(crate::client::records::BATCH_HEADER_SIZE);
         let order = queue.next_order;
         queue.next_order += 1;
         queue.ready.push_back(ClosedBatch {

@@ -580,7 +580,7 @@ impl BatchBuilder {
     ) {
         let b = &mut self.buf;
         let before = b.len();
-        b.reserve(body + 5);
+        b.reserve(varint_size(body as i32) + body);
         put_varint(b, body as i32);
         b.put_i8(0);
         put_varlong(b, delta);

@@ -2,10 +2,17 @@
 //! batch's encoded bytes referenced where they go, not copied. A request of 500 KB of batches
 //! reaches the socket without a second copy of them in a frame of its own.
 //!
+//! A request of one batch (what a service that publishes one record at a time sends) has its
+//! own form, [`one_batch_body`]: the fields before the batch are written into a buffer the
+//! sender keeps from request to request, and what follows the batch is a constant, so that the
+//! connection puts the frame's head and those fields in one buffer and the request allocates
+//! nothing else.
+//!
 //! The invariant: the pieces, put end to end, are byte for byte what `kafka-protocol` encodes
 //! for the same `ProduceRequest` at the same version (versions 3 to 12 name topics, 13 gives
 //! their ids); the tests hold this for every version, with and without a transactional id, for
-//! several topics and partitions in the order the batches come.
+//! several topics and partitions in the order the batches come, and for one batch in both
+//! forms.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -90,8 +97,50 @@ pub(super) fn produce_body(
     Ok(pieces)
 }
 
+/// The tagged fields that close a one-batch request of a flexible version: the partition's,
+/// the topic's and the request's, each empty.
+const FLEXIBLE_END: &[u8] = &[0, 0, 0];
+
+/// The body of a Produce request at `version` (3 to 13) of `batch` alone, as three parts: the
+/// fields before the batch's bytes, written into `before` (cleared first), the batch's bytes,
+/// and the fixed bytes after them.
+pub(super) fn one_batch_body(
+    version: i16,
+    transactional_id: Option<&str>,
+    acks: i16,
+    timeout_ms: i32,
+    batch: &ClosedBatch,
+    before: &mut Vec<u8>,
+) -> Result<(Bytes, &'static [u8])> {
+    if !(3..=13).contains(&version) {
+        return Err(Error::protocol("Produce body: version outside 3 to 13"));
+    }
+    let flexible = version >= 9;
+    if version >= 13 && batch.topic_id == NIL_TOPIC_ID {
+        return Err(Error::protocol("Produce v13 for a topic without an id"));
+    }
+    let records = batch
+        .encoded
+        .as_ref()
+        .ok_or_else(|| Error::protocol("a batch sent before it was encoded"))?;
+    before.clear();
+    put_string(before, transactional_id, flexible)?;
+    before.put_i16(acks);
+    before.put_i32(timeout_ms);
+    put_count(before, 1, flexible)?;
+    if version >= 13 {
+        before.put_slice(&batch.topic_id);
+    } else {
+        put_string(before, Some(&batch.topic), flexible)?;
+    }
+    put_count(before, 1, flexible)?;
+    before.put_i32(batch.partition);
+    put_length(before, records.len(), flexible)?;
+    Ok((records.clone(), if flexible { FLEXIBLE_END } else { &[] }))
+}
+
 /// A (nullable) string: a 16-bit length, or in a flexible version a varint of length + 1.
-fn put_string(buf: &mut BytesMut, s: Option<&str>, flexible: bool) -> Result<()> {
+fn put_string(buf: &mut impl BufMut, s: Option<&str>, flexible: bool) -> Result<()> {
     match (s, flexible) {
         (None, false) => buf.put_i16(-1),
         (None, true) => put_varint(buf, 0),
@@ -109,7 +158,7 @@ fn put_string(buf: &mut BytesMut, s: Option<&str>, flexible: bool) -> Result<()>
 }
 
 /// An array's count: 32 bits, or in a flexible version a varint of count + 1.
-fn put_count(buf: &mut BytesMut, count: usize, flexible: bool) -> Result<()> {
+fn put_count(buf: &mut impl BufMut, count: usize, flexible: bool) -> Result<()> {
     if flexible {
         put_varint(buf, len_plus_one(count)?);
     } else {
@@ -119,7 +168,7 @@ fn put_count(buf: &mut BytesMut, count: usize, flexible: bool) -> Result<()> {
 }
 
 /// The length of a bytes field that follows: 32 bits, or a varint of length + 1.
-fn put_length(buf: &mut BytesMut, len: usize, flexible: bool) -> Result<()> {
+fn put_length(buf: &mut impl BufMut, len: usize, flexible: bool) -> Result<()> {
     put_count(buf, len, flexible)
 }
 
@@ -131,7 +180,7 @@ fn len_plus_one(len: usize) -> Result<u32> {
 }
 
 /// An unsigned varint.
-fn put_varint(buf: &mut BytesMut, mut n: u32) {
+fn put_varint(buf: &mut impl BufMut, mut n: u32) {
     while n >= 0x80 {
         buf.put_u8((n as u8 & 0x7f) | 0x80);
         n >>= 7;
@@ -150,7 +199,7 @@ mod tests {
     use tokio::time::Instant;
     use uuid::Uuid;
 
-    use super::produce_body;
+    use super::{one_batch_body, produce_body};
     use crate::client::producer::accumulator::ClosedBatch;
     use crate::client::records::BatchBuilder;
 
@@ -258,6 +307,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn one_batch_reads_as_kafka_protocol_encodes_it() {
+        let mut before = Vec::new();
+        for version in 3..=13 {
+            for id in [None, Some("txn-1")] {
+                for size in [0, 10, 127, 128, 70_000] {
+                    let b = batch("orders", 4, size);
+                    let (records, after) =
+                        one_batch_body(version, id, -1, 30_000, &b, &mut before).expect("body");
+                    let mut joined = before.clone();
+                    joined.extend_from_slice(&records);
+                    joined.extend_from_slice(after);
+                    let expected = reference(version, id, -1, 30_000, std::slice::from_ref(&b));
+                    assert_eq!(joined, expected.to_vec(), "version {version}, id {id:?}");
+                    let encoded = b.encoded.as_ref().expect("encoded");
+                    assert_eq!(
+                        records.as_ptr(),
+                        encoded.as_ptr(),
+                        "the batch is not copied"
+                    );
+                }
+            }
+        }
+        let mut without_id = batch("t", 0, 1);
+        without_id.topic_id = [0; 16];
+        assert!(one_batch_body(13, None, 1, 1, &without_id, &mut before).is_err());
+        assert!(one_batch_body(2, None, 1, 1, &batch("t", 0, 1), &mut before).is_err());
     }
 
     #[test]

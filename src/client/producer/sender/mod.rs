@@ -20,6 +20,7 @@
 //! the epoch is never bumped here: the transaction's `abort` (or KIP-890's `EndTxn`) does it.
 
 mod alarm;
+mod answer;
 mod body;
 mod producer_id;
 mod request;
@@ -34,21 +35,21 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::produce_response::TopicProduceResponse;
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::ProduceRequest;
 use kafka_protocol::protocol::{StrBytes, VersionRange};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::accumulator::{ClosedBatch, PartitionQueue, Shared, State};
 use super::transaction::{Origin, Requests, classify};
-use crate::client::cluster::{BrokerInfo, LeaderHint, NIL_TOPIC_ID, TopicId};
+use crate::client::cluster::{LeaderHint, NIL_TOPIC_ID, TopicId};
 use crate::client::error::{Error, Result};
 use crate::client::net::{Connection, InFlight};
 use crate::client::observe::{Event as Observed, Interest};
 use crate::client::unwind::{unwound, unwound_now};
 use alarm::Alarm;
 pub(super) use alarm::Bell;
+use answer::{PartitionAnswer, ProduceAnswer};
 use producer_id::FIRST_REBUILD_WAIT;
 use request::{TxnGate, age, prepare, start_produce, txn_produce};
 use settle::{
@@ -60,7 +61,7 @@ enum Event {
     Produced {
         node: i32,
         batches: Vec<ClosedBatch>,
-        result: Result<Option<ProduceResponse>>,
+        result: Result<Option<ProduceAnswer>>,
         /// Whether the request may have reached the broker (if not, a failure is harmless).
         reached_wire: bool,
     },
@@ -127,6 +128,8 @@ struct Sender {
     /// round allocates neither.
     spare: Vec<Vec<ClosedBatch>>,
     planned: Vec<Planned>,
+    /// The fields of a one-batch Produce request, written here request after request.
+    scratch: Vec<u8>,
     node_in_flight: HashMap<i32, usize>,
     batches_in_flight: usize,
     init_in_flight: bool,
@@ -170,6 +173,7 @@ pub(super) async fn run(shared: Arc<Shared>) {
         tasks: JoinSet::new(),
         awaited: Vec::new(),
         spare: Vec::new(),
+        scratch: Vec::new(),
         planned: Vec::new(),
         node_in_flight: HashMap::new(),
         batches_in_flight: 0,
@@ -595,6 +599,7 @@ impl Sender {
                 config.request_timeout,
                 &batches,
                 self.txn_produce.as_ref(),
+                &mut self.scratch,
             ),
             None => Err(Error::Closed(format!("no connection to broker {node}"))),
         };
@@ -674,7 +679,7 @@ impl Sender {
         &mut self,
         node: i32,
         mut batches: Vec<ClosedBatch>,
-        result: Result<Option<ProduceResponse>>,
+        result: Result<Option<ProduceAnswer>>,
         reached_wire: bool,
     ) {
         let shared = self.shared.clone();
@@ -762,43 +767,37 @@ impl Sender {
     fn learn_leaders(
         &self,
         node: i32,
-        response: &ProduceResponse,
+        response: &ProduceAnswer,
         batches: &[ClosedBatch],
     ) -> Vec<(Arc<str>, i32)> {
         let mut hints = Vec::new();
-        for t in &response.responses {
-            for p in &t.partition_responses {
-                let named = matches!(
-                    ResponseError::try_from_code(p.error_code),
-                    Some(ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch)
-                ) && p.current_leader.leader_id.0 >= 0;
-                if !named {
-                    continue;
-                }
-                // The topic's name from the batch it answers (a v13 answer has ids only).
-                let Some(b) = batches
-                    .iter()
-                    .find(|b| b.partition == p.index && answers_for(t, b))
-                else {
-                    continue;
-                };
-                hints.push(LeaderHint {
-                    topic: b.topic.clone(),
-                    topic_id: b.topic_id,
-                    partition: p.index,
-                    leader: p.current_leader.leader_id.0,
-                    epoch: p.current_leader.leader_epoch,
-                });
+        for p in response.partitions() {
+            let named = matches!(
+                ResponseError::try_from_code(p.error_code),
+                Some(ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch)
+            ) && p.leader.0 >= 0;
+            if !named {
+                continue;
             }
+            // The topic's name from the batch it answers (a v13 answer has ids only).
+            let Some(b) = batches
+                .iter()
+                .find(|b| b.partition == p.index && answers_for(&p, b))
+            else {
+                continue;
+            };
+            hints.push(LeaderHint {
+                topic: b.topic.clone(),
+                topic_id: b.topic_id,
+                partition: p.index,
+                leader: p.leader.0,
+                epoch: p.leader.1,
+            });
         }
         if hints.is_empty() {
             return Vec::new();
         }
-        let nodes: Vec<BrokerInfo> = response
-            .node_endpoints
-            .iter()
-            .map(|n| BrokerInfo::described(n.node_id.0, &n.host, n.port, n.rack.as_deref()))
-            .collect();
+        let nodes = response.node_endpoints();
         let client = &self.shared.client;
         client.learn_leaders(&hints, &nodes);
         client.with_metadata(|m| {
@@ -926,7 +925,7 @@ impl Sender {
 /// search per batch would be quadratic there). An answer to v13 gives topics by id and no
 /// names.
 struct Answers<'r> {
-    response: &'r ProduceResponse,
+    response: &'r ProduceAnswer,
     by_id: bool,
     map: Option<HashMap<AnswerKey<'r>, (i16, i64, i64)>>,
 }
@@ -935,27 +934,20 @@ struct Answers<'r> {
 type AnswerKey<'r> = (&'r str, TopicId, i32);
 
 impl<'r> Answers<'r> {
-    fn new(response: &'r ProduceResponse, batches: usize) -> Self {
-        let by_id = response
-            .responses
-            .iter()
-            .any(|t| t.topic_id.as_bytes() != &NIL_TOPIC_ID);
+    fn new(response: &'r ProduceAnswer, batches: usize) -> Self {
+        let by_id = response.partitions().any(|p| p.topic_id != NIL_TOPIC_ID);
         let map = (batches > 8).then(|| {
-            let mut map = HashMap::new();
-            for t in &response.responses {
-                let key = if by_id {
-                    ("", *t.topic_id.as_bytes())
-                } else {
-                    (t.name.0.as_str(), NIL_TOPIC_ID)
-                };
-                for p in &t.partition_responses {
-                    map.insert(
-                        (key.0, key.1, p.index),
-                        (p.error_code, p.base_offset, p.log_append_time_ms),
-                    );
-                }
-            }
-            map
+            response
+                .partitions()
+                .map(|p| {
+                    let key = if by_id {
+                        ("", p.topic_id, p.index)
+                    } else {
+                        (p.topic, NIL_TOPIC_ID, p.index)
+                    };
+                    (key, (p.error_code, p.base_offset, p.log_append_time))
+                })
+                .collect()
         });
         Answers {
             response,
@@ -968,12 +960,9 @@ impl<'r> Answers<'r> {
         match &self.map {
             None => self
                 .response
-                .responses
-                .iter()
-                .filter(|t| answers_for(t, b))
-                .flat_map(|t| &t.partition_responses)
-                .find(|p| p.index == b.partition)
-                .map(|p| (p.error_code, p.base_offset, p.log_append_time_ms)),
+                .partitions()
+                .find(|p| p.index == b.partition && answers_for(p, b))
+                .map(|p| (p.error_code, p.base_offset, p.log_append_time)),
             Some(map) if self.by_id => map.get(&("", b.topic_id, b.partition)).copied(),
             Some(map) => map
                 .get(&(b.topic.as_ref(), NIL_TOPIC_ID, b.partition))
@@ -982,14 +971,13 @@ impl<'r> Answers<'r> {
     }
 }
 
-/// Whether the topic answer `t` is for `b`'s topic: by id when both have one (a v13 answer
-/// names no topic), by name otherwise.
-fn answers_for(t: &TopicProduceResponse, b: &ClosedBatch) -> bool {
-    let id = t.topic_id.as_bytes();
-    if *id != NIL_TOPIC_ID && b.topic_id != NIL_TOPIC_ID {
-        *id == b.topic_id
+/// Whether the partition answer `p` is for `b`'s topic: by id when both have one (a v13
+/// answer names no topic), by name otherwise.
+fn answers_for(p: &PartitionAnswer<'_>, b: &ClosedBatch) -> bool {
+    if p.topic_id != NIL_TOPIC_ID && b.topic_id != NIL_TOPIC_ID {
+        p.topic_id == b.topic_id
     } else {
-        t.name.0.as_str() == b.topic.as_ref()
+        p.topic == b.topic.as_ref()
     }
 }
 
@@ -1027,7 +1015,12 @@ fn may_send(
 fn next_answer(awaited: &mut Vec<Awaited>, cx: &mut Context<'_>) -> Option<Event> {
     let mut answered = None;
     for (i, waiting) in awaited.iter_mut().enumerate() {
-        let polled = unwound_now("a Produce answer", || Ok(waiting.answer.poll_response(cx)));
+        let polled = unwound_now("a Produce answer", || {
+            Ok(waiting
+                .answer
+                .poll_body(cx)
+                .map(|body| body.and_then(|(body, version)| ProduceAnswer::read(body, version))))
+        });
         match polled {
             Ok(Poll::Pending) => {}
             Ok(Poll::Ready(result)) => {

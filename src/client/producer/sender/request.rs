@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::super::accumulator::{ClosedBatch, PartitionQueue, close_open};
 use super::super::transaction::TxnState;
-use super::body::produce_body;
+use super::body::{one_batch_body, produce_body};
 use super::settle::{Released, drop_queued};
 use crate::client::cluster::NIL_TOPIC_ID;
 use crate::client::config::{Acks, ProducerConfig};
@@ -164,13 +164,14 @@ pub(super) fn txn_produce(txn: &TxnState) -> (StrBytes, VersionRange) {
 }
 
 /// Puts a Produce request of `batches` on the wire of `conn` now; the answer's wait, unless
-/// `acks=0`.
+/// `acks=0`. `scratch` is a buffer the caller keeps for the fields of a one-batch request.
 pub(super) fn start_produce(
     conn: &Connection,
     acks: Acks,
     timeout: Duration,
     batches: &[ClosedBatch],
     transactional: Option<&(StrBytes, VersionRange)>,
+    scratch: &mut Vec<u8>,
 ) -> Result<Option<InFlight<ProduceRequest>>> {
     let mut versions =
         transactional.map_or(PRODUCE_VERSIONS, |(_, v)| PRODUCE_VERSIONS.intersect(v));
@@ -179,20 +180,21 @@ pub(super) fn start_produce(
     }
     let version = conn.version_of::<ProduceRequest>(versions)?;
     let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    let id = transactional.map(|(id, _)| id.as_str());
+    // The broker answers by `timeout` at the latest; allow for the network on top.
+    let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
+    if let ([batch], false) = (batches, acks == Acks::None) {
+        let (middle, after) = one_batch_body(version, id, acks.wire(), timeout_ms, batch, scratch)?;
+        return conn
+            .start_around((scratch.as_slice(), middle, after), version, wait)
+            .map(Some);
+    }
     // The batches go to the socket as they are, not copied into a frame.
-    let body = produce_body(
-        version,
-        transactional.map(|(id, _)| id.as_str()),
-        acks.wire(),
-        timeout_ms,
-        batches,
-    )?;
+    let body = produce_body(version, id, acks.wire(), timeout_ms, batches)?;
     if acks == Acks::None {
         conn.start_encoded_without_response::<ProduceRequest>(body, version)?;
         return Ok(None);
     }
-    // The broker answers by `timeout` at the latest; allow for the network on top.
-    let wait = timeout + Duration::from_secs(5).min(timeout.max(Duration::from_millis(100)));
     conn.start_encoded(body, version, wait).map(Some)
 }
 
