@@ -54,6 +54,7 @@ pub const TARGETS: &[&str] = &[
     "snappy",
     "lz4",
     "zstd",
+    "codec_roundtrip",
     "sasl",
     "broker_requests",
 ];
@@ -68,6 +69,7 @@ pub fn run(name: &str, data: &[u8]) {
         "snappy" => decompress(Codec::Snappy, data),
         "lz4" => decompress(Codec::Lz4, data),
         "zstd" => decompress(Codec::Zstd, data),
+        "codec_roundtrip" => codec_roundtrip(data),
         "sasl" => sasl(data),
         "broker_requests" => broker_requests(data),
         _ => {}
@@ -185,6 +187,29 @@ pub fn lz4(data: &[u8]) {
 /// zstd frames through [`compression::decompress`].
 pub fn zstd(data: &[u8]) {
     decompress(Codec::Zstd, data);
+}
+
+/// Every encoder and its decoder: byte 0 picks the codec (of gzip, snappy, lz4, zstd) and,
+/// through its high bits, the `compression.level` (-1 to 12), the rest is the input; what the
+/// encoder writes must decode to the input exactly (a wrong encoding would be acknowledged by
+/// the broker and found only by a consumer).
+pub fn codec_roundtrip(data: &[u8]) {
+    let Some((&pick, input)) = data.split_first() else {
+        return;
+    };
+    let codec = [Codec::Gzip, Codec::Snappy, Codec::Lz4, Codec::Zstd][usize::from(pick & 3)];
+    let level = i32::from(pick >> 4) - 1;
+    let mut encoded = Vec::new();
+    if compression::compress(codec, level, input, &mut encoded).is_err() {
+        panic!("{codec:?} at level {level} refused {} bytes", input.len());
+    }
+    match compression::decompress(codec, &encoded, input.len()) {
+        Ok(decoded) => assert!(
+            decoded == input,
+            "{codec:?} at level {level} changed the input"
+        ),
+        Err(e) => panic!("{codec:?} at level {level} wrote what it cannot read: {e}"),
+    }
 }
 
 /// What the SASL mechanisms read: byte 0 even, a SCRAM exchange (byte 0 bit 1 picks SHA-512)

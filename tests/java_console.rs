@@ -157,6 +157,30 @@ async fn console_producer_then_console_consumer_from_the_beginning() {
     assert_eq!(read, sent);
 }
 
+/// Records this crate wrote with every codec, at the default, lowest and highest level, read
+/// back by Kafka's own console consumer byte for byte (on Kafka, which decompresses and checks
+/// every batch as it appends it, under the live run; on the embedded cluster otherwise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_consumer_reads_what_this_crate_compressed() {
+    let (_cluster, bootstrap) = interop::cluster_under_test().await;
+    let topic = interop::one_partition_topic(&bootstrap, "java-reads-ours").await;
+    let sent = interop::produce_every_codec(&bootstrap, &topic, 5).await;
+    let read = consume(
+        &bootstrap,
+        &topic,
+        sent.len(),
+        &[
+            "--from-beginning",
+            "--property",
+            "print.key=true",
+            "--property",
+            "key.separator==",
+        ],
+    )
+    .await;
+    assert_eq!(read, sent);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_codec_and_keys_reach_the_console_consumer() {
     let (cluster, bootstrap) = serve(ClusterOptions::default()).await;

@@ -28,14 +28,15 @@
 //!     or content checksum, no content size, correct header checksum); reads LZ4 frames with
 //!     any block size, independent or linked blocks, optional block checksums, content size and
 //!     content checksum (all checked), concatenated frames and skippable frames.
-//!   - zstd: writes one zstd frame with the content size and a content checksum; reads one or
+//!   - zstd: writes one zstd frame with a content checksum (ruzstd's encoder); reads one or
 //!     more frames made by any conforming encoder at any level (skippable frames are skipped,
 //!     checksums are checked).
 //!
-//! Levels follow librdkafka's `compression.level`: `-1` is the codec default (gzip 6, zstd 3),
-//! a level above the codec maximum is clamped to it (gzip 9, zstd 22), snappy ignores the level
-//! and lz4 always uses the fast compressor (the level only selects the slower high-compression
-//! mode in the reference clients, which read either output the same way).
+//! Levels follow librdkafka's `compression.level` where the encoder has them: `-1` is the codec
+//! default (gzip 6), a level above the codec maximum is clamped to it (gzip 9); snappy ignores
+//! the level, lz4 always uses the fast compressor (the level only selects the slower
+//! high-compression mode in the reference clients, which read either output the same way), and
+//! zstd always uses ruzstd's one compressing level, about zstd's level 1.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -223,7 +224,10 @@ pub fn compress(
         Codec::Gzip => gzip::compress(level, input, out),
         Codec::Snappy => snappy::compress(input, out),
         Codec::Lz4 => lz4::compress(input, out),
-        Codec::Zstd => zstd::compress(level, input, out),
+        Codec::Zstd => {
+            zstd::compress(input, out);
+            Ok(())
+        }
     }
 }
 
@@ -787,19 +791,21 @@ fn xxh32(data: &[u8], seed: u32) -> u32 {
     hash ^ (hash >> 16)
 }
 
-/// Zstandard: encoded with zstd-pure-rs (a Rust port of the reference library), decoded with
-/// ruzstd, one frame at a time, with the frame header checked here first.
+/// Zstandard: encoded and decoded with ruzstd (safe Rust), one frame at a time, with the frame
+/// header checked here first.
+///
+/// ruzstd's encoder has one compressing level, its `Fastest`, about zstd's level 1: every
+/// `compression.level` gives it (`docs/migrating.md` compares it with librdkafka's level 3).
+/// The frame carries a checksum of its content, which decoders check. The encoder used before
+/// was a machine translation of libzstd with several hundred `unsafe` blocks; a wrong encoding
+/// would have been written, acknowledged and found only by a consumer, so safe code encodes.
 mod zstd {
     use super::{
         Codec, CompressionError, Read, ReadError, initial_capacity, read_bounded, reserve_bounded,
     };
-    use std::cell::RefCell;
-    use zstd_pure_rs::prelude as zp;
+    use ruzstd::encoding::{CompressionLevel, FrameCompressor};
 
     const CODEC: Codec = Codec::Zstd;
-    /// librdkafka's and the Java client's default level.
-    const DEFAULT_LEVEL: i32 = 3;
-    const MAX_LEVEL: i32 = 22;
     const MAGIC: u32 = 0xFD2F_B528;
     /// Skippable frames have magics 0x184D2A50 to 0x184D2A5F.
     const SKIPPABLE_MAGIC: u32 = 0x184D_2A50;
@@ -807,73 +813,15 @@ mod zstd {
     /// The largest block of a frame (and so the least window that keeps every block legal).
     const BLOCK_MAX: u64 = 128 * 1024;
 
-    thread_local! {
-        /// A compression context per thread: creating one costs about as much as compressing
-        /// a 100 KiB batch. It keeps the tables of the largest level and input it has seen.
-        static CONTEXT: RefCell<Option<Box<zp::ZSTD_CCtx>>> = const { RefCell::new(None) };
-    }
-
-    pub(super) fn compress(
-        level: i32,
-        input: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<(), CompressionError> {
-        // zstd itself reads level 0 as its default.
-        let level = if level <= 0 {
-            DEFAULT_LEVEL
-        } else {
-            level.min(MAX_LEVEL)
-        };
-        CONTEXT.with(|slot| match slot.try_borrow_mut() {
-            Ok(mut slot) => {
-                let cctx = match slot.take() {
-                    Some(cctx) => cctx,
-                    None => new_context()?,
-                };
-                compress_with(slot.insert(cctx), level, input, out)
-            }
-            // Only reachable by reentrancy, which nothing here does; a fresh context is as good.
-            Err(_) => compress_with(&mut *new_context()?, level, input, out),
-        })
-    }
-
-    fn new_context() -> Result<Box<zp::ZSTD_CCtx>, CompressionError> {
-        zp::ZSTD_createCCtx()
-            .ok_or_else(|| CompressionError::compress(CODEC, "cannot create a compression context"))
-    }
-
-    fn compress_with(
-        cctx: &mut zp::ZSTD_CCtx,
-        level: i32,
-        input: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<(), CompressionError> {
-        for (parameter, value) in [
-            (zp::ZSTD_cParameter::ZSTD_c_compressionLevel, level),
-            // The frame carries a checksum of its content, which decoders check.
-            (zp::ZSTD_cParameter::ZSTD_c_checksumFlag, 1),
-            (zp::ZSTD_cParameter::ZSTD_c_contentSizeFlag, 1),
-        ] {
-            let code = zp::ZSTD_CCtx_setParameter(cctx, parameter, value);
-            if zp::ERR_isError(code) {
-                return Err(CompressionError::compress(
-                    CODEC,
-                    zp::ZSTD_getErrorName(code),
-                ));
-            }
-        }
-        let start = out.len();
-        out.resize(start + zp::ZSTD_compressBound(input.len()), 0);
-        let written = zp::ZSTD_compress2(cctx, &mut out[start..], input);
-        if zp::ERR_isError(written) {
-            out.truncate(start);
-            return Err(CompressionError::compress(
-                CODEC,
-                zp::ZSTD_getErrorName(written),
-            ));
-        }
-        out.truncate(start + written);
-        Ok(())
+    /// Appends one frame of `input` to `out`; every level is ruzstd's one compressing level.
+    pub(super) fn compress(input: &[u8], out: &mut Vec<u8>) {
+        // Reading a slice and writing a vector cannot fail: the encoder's own unwraps of
+        // them never fire. `Fastest` is the one level ruzstd implements (the others are
+        // `unimplemented!`).
+        let mut compressor = FrameCompressor::new(CompressionLevel::Fastest);
+        compressor.set_source(input);
+        compressor.set_drain(&mut *out);
+        compressor.compress();
     }
 
     pub(super) fn decompress(input: &[u8], max_len: usize) -> Result<Vec<u8>, CompressionError> {
