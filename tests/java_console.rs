@@ -162,9 +162,7 @@ async fn console_producer_then_console_consumer_from_the_beginning() {
 /// every batch as it appends it, under the live run; on the embedded cluster otherwise).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_consumer_reads_what_this_crate_compressed() {
-    let (_cluster, bootstrap) = interop::cluster_under_test().await;
-    let topic = interop::one_partition_topic(&bootstrap, "java-reads-ours").await;
-    let sent = interop::produce_every_codec(&bootstrap, &topic, 5).await;
+    let (_cluster, bootstrap, topic, sent) = interop::our_batches("java-reads-ours").await;
     let read = consume(
         &bootstrap,
         &topic,

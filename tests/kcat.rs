@@ -69,9 +69,7 @@ const FORMAT: &str = "%p %o %k=%s\n";
 /// as it appends it, under the live run; on the embedded cluster otherwise).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcat_reads_what_this_crate_compressed() {
-    let (_cluster, bootstrap) = interop::cluster_under_test().await;
-    let topic = interop::one_partition_topic(&bootstrap, "kcat-reads-ours").await;
-    let sent = interop::produce_every_codec(&bootstrap, &topic, 5).await;
+    let (_cluster, bootstrap, topic, sent) = interop::our_batches("kcat-reads-ours").await;
     let printed = run(
         &bootstrap,
         &["-C", "-t", &topic, "-o", "beginning", "-e", "-f", "%k=%s\n"],

@@ -127,6 +127,17 @@ pub async fn cluster_under_test() -> (Option<EmbeddedCluster>, String) {
     }
 }
 
+/// This crate's batches of every codec and level ([`produce_every_codec`], five records each)
+/// on a fresh topic named after `prefix` on the cluster under test: the cluster (when
+/// embedded, kept alive by the caller), its bootstrap, the topic and the `key=value` lines
+/// written.
+pub async fn our_batches(prefix: &str) -> (Option<EmbeddedCluster>, String, String, Vec<String>) {
+    let (cluster, bootstrap) = cluster_under_test().await;
+    let topic = one_partition_topic(&bootstrap, prefix).await;
+    let sent = produce_every_codec(&bootstrap, &topic, 5).await;
+    (cluster, bootstrap, topic, sent)
+}
+
 /// A topic of one partition named `prefix` and this process, created on `bootstrap`.
 pub async fn one_partition_topic(bootstrap: &str, prefix: &str) -> String {
     use ruststream_kafka::client::{Admin, Client, ClientConfig, NewTopic};

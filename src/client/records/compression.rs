@@ -816,8 +816,8 @@ mod zstd {
     /// Appends one frame of `input` to `out`; every level is ruzstd's one compressing level.
     pub(super) fn compress(input: &[u8], out: &mut Vec<u8>) {
         // Reading a slice and writing a vector cannot fail: the encoder's own unwraps of
-        // them never fire. `Fastest` is the one level ruzstd implements (the others are
-        // `unimplemented!`).
+        // them never fire. `Fastest` is the one level ruzstd implements; it panics on the
+        // others, which are never asked for here.
         let mut compressor = FrameCompressor::new(CompressionLevel::Fastest);
         compressor.set_source(input);
         compressor.set_drain(&mut *out);

@@ -52,6 +52,11 @@ impl ProduceAnswer {
         Ok(answer)
     }
 
+    /// Whether the answer gives topics by id (v13 on) rather than by name.
+    pub(super) fn by_id(&self) -> bool {
+        self.version >= 13
+    }
+
     /// Every partition's answer, in the order of the body.
     pub(super) fn partitions(&self) -> impl Iterator<Item = PartitionAnswer<'_>> + '_ {
         let mut walk = Walk::new(&self.body, self.version);

@@ -935,7 +935,7 @@ type AnswerKey<'r> = (&'r str, TopicId, i32);
 
 impl<'r> Answers<'r> {
     fn new(response: &'r ProduceAnswer, batches: usize) -> Self {
-        let by_id = response.partitions().any(|p| p.topic_id != NIL_TOPIC_ID);
+        let by_id = response.by_id();
         let map = (batches > 8).then(|| {
             response
                 .partitions()
